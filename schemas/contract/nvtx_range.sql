@@ -1,0 +1,18 @@
+-- nvtx_range: one row per NVTX range, push/pop (thread-local, nested) or start/end (may overlap and end on another thread).
+CREATE TABLE nvtx_range (
+    trace_id          INTEGER NOT NULL, -- trace this row belongs to (trace.trace_id)
+    range_id          BIGINT NOT NULL,  -- id of the range within its trace, in start order
+    pid               BIGINT,           -- process that opened the range
+    tid               BIGINT,           -- thread that pushed or started the range
+    end_tid           BIGINT,           -- thread that ended a start/end range when it differs from tid, else NULL
+    ts                BIGINT NOT NULL,  -- range start in ns (trace clock)
+    dur               BIGINT,           -- range duration in ns; NULL when the range was never closed
+    name              VARCHAR,          -- range message text (registered strings resolved)
+    domain            VARCHAR NOT NULL, -- NVTX domain name; '' for the default domain
+    style             VARCHAR NOT NULL, -- 'push/pop' or 'start/end'
+    depth             INTEGER NOT NULL, -- nesting level on its thread's push/pop stack, 0 = outermost; start/end ranges are not stacked and have 0
+    parent_range_id   BIGINT,           -- range_id of the enclosing push/pop range on the same thread; NULL at depth 0
+    path              VARCHAR NOT NULL, -- names from the outermost range down to this one, joined by ' > '
+    color             BIGINT,           -- ARGB color given by the application, when any
+    category          BIGINT            -- NVTX category id given by the application, when any
+);

@@ -1,0 +1,20 @@
+-- trace: one row per ingested profiler file; every other contract row points here through trace_id.
+CREATE TABLE trace (
+    trace_id          INTEGER NOT NULL, -- id of the trace in this workspace, stable when the same file is re-ingested
+    path              VARCHAR NOT NULL, -- absolute path of the source file at ingest time
+    file_size         BIGINT,           -- size of the source file in bytes
+    source_format     VARCHAR NOT NULL, -- 'nsys' (Nsight Systems SQLite export) or 'nvprof' (nvprof SQLite database)
+    exporter_version  VARCHAR,          -- version of the tool that wrote the file (EXPORT_PRODUCT_VERSION); NULL when the file does not say
+    schema_version    VARCHAR,          -- export schema version stored in the file (EXPORT_SCHEMA_VERSION, nvprof Version); NULL when absent
+    layout            VARCHAR NOT NULL, -- schemas/ adapter folder that read the file, e.g. 'nsys/v3'
+    host              VARCHAR,          -- host name recorded by the exporter, when present
+    rank              INTEGER,          -- rank of this file in a multi-rank job, when known (NULL otherwise)
+    clock             VARCHAR NOT NULL, -- 'session' when ts counts ns from the session start, 'epoch' when ts is absolute Unix-epoch ns
+    start_utc_ns      BIGINT,           -- UTC Unix-epoch ns of the session start (ts = 0 on the session clock); NULL when unknown
+    utc_offset_ns     BIGINT,           -- add to any ts of this trace to get UTC Unix-epoch ns (aligns ranks); NULL when unknown
+    start_ts          BIGINT,           -- earliest ts of any event in the trace (ns, trace clock)
+    end_ts            BIGINT,           -- latest end (ts + dur) of any event in the trace (ns, trace clock)
+    duration          BIGINT,           -- end_ts - start_ts in ns: the time span the trace covers
+    ingested_at       TIMESTAMP,        -- when traceql ingested the file (UTC)
+    traceql_version   VARCHAR           -- version of traceql that ingested the file
+);

@@ -1,0 +1,26 @@
+-- derived_stats: source-independent diagnostics over the ingested contract rows of each trace,
+-- as (trace_id, key, value, severity, detail) rows for ingest_stats.
+CREATE OR REPLACE TEMP VIEW derived_stats AS
+SELECT trace_id, 'nvtx_range.unclosed' AS key, count(*) AS value, 'warning' AS severity,
+       'NVTX ranges that were opened but never closed: dur is NULL' AS detail
+FROM nvtx_range WHERE dur IS NULL GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'nvtx_range.cross_thread', count(*), 'info',
+       'start/end ranges that ended on another thread than they started (end_tid is set)'
+FROM nvtx_range WHERE end_tid IS NOT NULL GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'nvtx_range.negative_duration', count(*), 'warning',
+       'NVTX ranges whose end lies before their start'
+FROM nvtx_range WHERE dur < 0 GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'gpu_op.negative_duration', count(*), 'warning',
+       'kernels, copies or memsets whose end lies before their start'
+FROM gpu_op WHERE dur < 0 GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'gpu_op.without_correlation_id', count(*), 'info',
+       'GPU operations with no correlation id (cannot be joined to a launching call)'
+FROM gpu_op WHERE correlation_id IS NULL GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'device.undescribed', count(*), 'info',
+       'GPUs that ran work but that the export does not describe: name and properties are NULL'
+FROM device WHERE name IS NULL GROUP BY trace_id;

@@ -1,0 +1,32 @@
+-- src_stats: what the nsys adapters dropped, could not resolve or found unusual, as
+-- (key, value, severity, detail) rows for ingest_stats.
+CREATE OR REPLACE TEMP VIEW src_stats AS
+SELECT 'api_call.backtrace_duplicates_dropped' AS key, count(*) AS value, 'info' AS severity,
+       'CUPTI_ACTIVITY_KIND_RUNTIME rows with eventClass 67 (CUDA backtrace copies of real calls) left out' AS detail
+FROM raw.CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass = 67
+HAVING count(*) > 0
+UNION ALL
+SELECT 'kernel.unnamed', count(*), 'warning',
+       'kernels whose name ids are not in StringIds: name is NULL'
+FROM raw.CUPTI_ACTIVITY_KIND_KERNEL k
+WHERE NOT EXISTS (SELECT 1 FROM raw.StringIds s WHERE s.id IN (k.demangledName, k.shortName, k.mangledName))
+HAVING count(*) > 0
+UNION ALL
+SELECT 'source.rows_without_start_or_end', count(*), 'warning',
+       'GPU or API rows with a NULL start or end, left out'
+FROM (SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_KERNEL
+      UNION ALL SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_MEMCPY
+      UNION ALL SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_MEMSET
+      UNION ALL SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_RUNTIME)
+WHERE start IS NULL OR "end" IS NULL
+HAVING count(*) > 0
+UNION ALL
+SELECT 'nvtx.event_types_not_read.' || eventType, count(*), 'info',
+       'NVTX_EVENTS rows of a type that is neither a range nor a mark (domain, thread or category names, payload schemas...)'
+FROM raw.NVTX_EVENTS WHERE eventType NOT IN (34, 59, 60, 70, 71, 75, 33, 39)
+GROUP BY eventType
+UNION ALL
+SELECT 'device.non_cuda_adapters_skipped', count(*), 'info',
+       'TARGET_INFO_GPU rows with no streaming multiprocessors (display adapters), not listed in device'
+FROM raw.TARGET_INFO_GPU WHERE id IS NOT NULL AND coalesce(smCount, 0) = 0
+HAVING count(*) > 0;

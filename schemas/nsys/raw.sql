@@ -1,0 +1,60 @@
+-- The Nsight Systems source tables and columns that the nsys adapters read, with
+-- the DuckDB types they are read as. Ingest stages exactly these: a column the
+-- file lacks (older or newer exporters, lazy exports) is read as NULL, a table
+-- the file lacks is an empty table, and anything the file has beyond this list
+-- (tables or columns added by other tools) is never read.
+
+CREATE TABLE StringIds (id BIGINT, value VARCHAR);
+
+CREATE TABLE ThreadNames (nameId BIGINT, priority BIGINT, globalTid BIGINT);
+
+CREATE TABLE PROCESSES (globalPid BIGINT, pid BIGINT, name VARCHAR);
+
+CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs BIGINT);
+
+CREATE TABLE ANALYSIS_DETAILS (duration BIGINT);
+
+-- 41-column layout (2.9.1 on); pre-2022 exports have a short form with deviceId.
+CREATE TABLE TARGET_INFO_GPU (
+    id BIGINT, deviceId BIGINT, name VARCHAR, busLocation VARCHAR, totalMemory BIGINT,
+    memoryBandwidth BIGINT, clockRate BIGINT, smCount BIGINT, uuid VARCHAR, l2CacheSize BIGINT,
+    computeMajor BIGINT, computeMinor BIGINT, cuDevice BIGINT
+);
+
+-- pre-2022 exports only
+CREATE TABLE TARGET_INFO_CUDA_GPU (
+    deviceId BIGINT, name VARCHAR, pciBusId VARCHAR, globalMemoryBandwidth BIGINT,
+    globalMemorySize BIGINT, l2CacheSize BIGINT, coreClockRate BIGINT, numMultiprocessors BIGINT,
+    computeCapabilityMajor BIGINT, computeCapabilityMinor BIGINT
+);
+
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (
+    start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT,
+    correlationId BIGINT, globalPid BIGINT, demangledName BIGINT, shortName BIGINT, mangledName BIGINT,
+    launchType BIGINT, registersPerThread BIGINT, gridX BIGINT, gridY BIGINT, gridZ BIGINT,
+    blockX BIGINT, blockY BIGINT, blockZ BIGINT, staticSharedMemory BIGINT, dynamicSharedMemory BIGINT,
+    localMemoryPerThread BIGINT, gridId BIGINT, graphNodeId BIGINT, graphId BIGINT
+);
+
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (
+    start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, correlationId BIGINT,
+    nameId BIGINT, returnValue BIGINT
+);
+
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (
+    start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT,
+    correlationId BIGINT, globalPid BIGINT, bytes BIGINT, copyKind BIGINT, srcKind BIGINT,
+    dstKind BIGINT, srcDeviceId BIGINT, dstDeviceId BIGINT, graphNodeId BIGINT
+);
+
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (
+    start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT,
+    correlationId BIGINT, globalPid BIGINT, value BIGINT, bytes BIGINT, memKind BIGINT,
+    graphNodeId BIGINT
+);
+
+CREATE TABLE NVTX_EVENTS (
+    start BIGINT, "end" BIGINT, eventType BIGINT, rangeId BIGINT, category BIGINT,
+    color BIGINT, text VARCHAR, globalTid BIGINT, endGlobalTid BIGINT, textId BIGINT,
+    domainId BIGINT
+);

@@ -1,0 +1,6 @@
+-- src_mem_kind: memory kinds of schema 2.x exports, which predate ENUM tables; the report
+-- scripts of that time hard-coded a 5-value list in which 4 means Unknown, not Managed.
+CREATE OR REPLACE TEMP VIEW src_mem_kind AS
+SELECT * FROM (VALUES
+    (0, 'Pageable'), (1, 'Pinned'), (2, 'Device'), (3, 'Array'), (4, 'Unknown')
+) AS t(id, label);

@@ -1,0 +1,165 @@
+"""The traceql command line: a thin layer over the library API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import TraceqlError, UsageError
+from .ingest import ingest as ingest_files
+from .render import FORMATS, human_ns, render
+from .resources import contract_docs
+from .workspace import COUNTED, Workspace, default_db
+
+
+class Context:
+    def __init__(self, db: Path, debug: bool):
+        self.db = db
+        self.debug = debug
+
+    def open(self) -> Workspace:
+        return Workspace(self.db)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", type=click.Path(path_type=Path), default=None,
+              help="Workspace database file [default: $TRACEQL_DB or ./traceql.duckdb].")
+@click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+@click.version_option(__version__, prog_name="traceql")
+@click.pass_context
+def cli(ctx, db, debug):
+    """Analyze Nsight Systems and nvprof GPU profiler traces with SQL.
+
+    Ingest SQLite exports into a DuckDB workspace, then query the normalized views
+    (kernel, api_call, memcpy, memset, gpu_op, nvtx_range, nvtx_mark, thread, device,
+    trace, ingest_stats) with `traceql sql` or from Python with traceql.open().
+    """
+    ctx.obj = Context(db if db is not None else default_db(), debug)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.pass_obj
+def ingest(obj: Context, files):
+    """Load profiler exports (nsys .sqlite) into the workspace.
+
+    Several files are added together, all or nothing. A file that is already in the
+    workspace (same absolute path) is replaced. The source files are only read.
+    """
+    progress = None
+    if sys.stderr.isatty():
+        def progress(path, table):
+            click.echo(f"\r\033[K  reading {path.name}: {table}", err=True, nl=False)
+    results = ingest_files(files, db=obj.db, progress=progress)
+    if progress:
+        click.echo("\r\033[K", err=True, nl=False)
+    for r in results:
+        verb = "replaced" if r.replaced else "added"
+        det = r.detected
+        version = det.schema_version or "no schema version"
+        click.echo(f"{verb} trace {r.trace_id}: {r.path} "
+                   f"({det.source_format} {det.exporter_version or ''} schema {version}, "
+                   f"layout {det.layout}) in {r.seconds:.2f} s")
+        click.echo("  " + ", ".join(f"{v} {r.counts[v]:,}" for v in COUNTED if v in r.counts))
+        for w in r.warnings:
+            click.echo(f"  warning: {w}")
+    click.echo(f"workspace: {obj.db}")
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.pass_obj
+def info(obj: Context, fmt):
+    """Show each ingested trace: source, versions, GPUs, rows per view, time span."""
+    with obj.open() as ws:
+        rows = ws.info()
+    if fmt == "json":
+        click.echo(json.dumps(rows, default=str, indent=1))
+        return
+    if not rows:
+        click.echo(f"{obj.db}: no traces yet")
+    for r in rows:
+        click.echo(f"trace {r['trace_id']}: {r['path']}")
+        click.echo(f"  format   {r['source_format']} {r['exporter_version'] or '(version not recorded)'}, "
+                   f"schema {r['schema_version'] or '-'} (layout {r['layout']})")
+        if r["host"]:
+            click.echo(f"  host     {r['host']}")
+        click.echo(f"  GPUs     {', '.join(r['gpus']) or 'none'}")
+        click.echo(f"  span     {human_ns(r['duration'])} from ts {r['start_ts']} to {r['end_ts']} "
+                   f"({r['clock']} clock)")
+        click.echo("  rows     " + ", ".join(f"{k} {v:,}" for k, v in r["counts"].items()))
+        for w in r["warnings"]:
+            click.echo(f"  warning  {w}")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table for people; csv, tsv, json, markdown for machines.")
+@click.pass_obj
+def sql(obj: Context, query, fmt):
+    """Run one SQL query over the workspace (read-only) and print the result."""
+    with obj.open() as ws:
+        render(ws.sql(query), fmt)
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="parquet", show_default=True)
+@click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), required=True,
+              help="Directory to write into (created if needed).")
+@click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
+@click.option("--per-trace", is_flag=True, help="One sub-folder per trace instead of one file per view.")
+@click.option("--overwrite", is_flag=True, help="Replace files that already exist.")
+@click.pass_obj
+def export(obj: Context, fmt, out_dir, trace_id, per_trace, overwrite):
+    """Write every contract view as a CSV or Parquet file, for pandas, polars or Spark."""
+    with obj.open() as ws:
+        files = ws.export(out_dir, fmt, trace_id=trace_id, per_trace=per_trace, overwrite=overwrite)
+    click.echo(f"wrote {len(files)} files to {out_dir}")
+
+
+@cli.command()
+@click.argument("view", required=False)
+def schema(view):
+    """Describe the contract views and their columns."""
+    docs = contract_docs()
+    if view is not None and view not in docs:
+        raise UsageError(f"no view {view!r}; views: {', '.join(docs)}")
+    for name, doc in docs.items():
+        if view is not None and name != view:
+            continue
+        click.echo(f"{name}: {doc.doc}")
+        width = max(len(c.name) for c in doc.columns)
+        for c in doc.columns:
+            click.echo(f"  {c.name:<{width}}  {c.type:<9} {c.doc}")
+        click.echo("")
+
+
+def main(argv=None) -> None:
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="traceql", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("traceql: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except TraceqlError as exc:
+        if debug:
+            raise
+        click.echo(f"traceql: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("traceql: interrupted; the workspace is unchanged", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - one line unless --debug
+        if debug:
+            raise
+        click.echo(f"traceql: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+                   "(run with --debug for a traceback)", err=True)
+        sys.exit(1)

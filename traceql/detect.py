@@ -1,0 +1,147 @@
+"""Tell what a file is: an Nsight Systems export (and its schema layout), an nvprof
+database, or something else, using only Python's sqlite3 opened read-only."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InputError, UnsupportedVersionError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Nsight Systems export layouts: folder under schemas/nsys/, schema major version, and the
+# newest schema version known to share that layout. A newer minor or micro version is read
+# with a warning; an unknown major is refused.
+NSYS_LAYOUTS = {
+    2: ("v2", (2, 9, 1)),
+    3: ("v3", (3, 28, 1)),
+}
+
+
+@dataclass
+class Detected:
+    path: Path
+    source_format: str                      # 'nsys' or 'nvprof'
+    layout: str                             # e.g. 'nsys/v3'
+    schema_version: str | None = None
+    exporter_version: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, list[str]] = field(default_factory=dict)  # table -> column names
+    warnings: list[str] = field(default_factory=list)
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open a SQLite file strictly read-only, decoding text tolerantly (some exports carry
+    invalid UTF-8)."""
+    uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+    con = sqlite3.connect(uri, uri=True)
+    con.text_factory = lambda b: b.decode("utf-8", "replace")
+    return con
+
+
+def _describe_non_sqlite(path: Path, head: bytes) -> str:
+    if not head:
+        return "an empty file, not a SQLite database"
+    text = head.lstrip()
+    if text.startswith(b"<?xml") or text.startswith(b"<"):
+        if b"nvvp" in head.lower() or path.suffix.lower() == ".nvvp":
+            return ("an XML file (an NVIDIA Visual Profiler session file, which holds no profile data), "
+                    "not a SQLite database; export the profile with nvprof -o FILE.nvvp or nsys export --type sqlite")
+        return "an XML file, not a SQLite database"
+    if head.startswith(b"\x1f\x8b"):
+        return "a gzip file, not a SQLite database (PyTorch/Kineto JSON traces are not read yet)"
+    if text.startswith(b"{") or text.startswith(b"["):
+        return "a JSON file, not a SQLite database (PyTorch/Kineto JSON traces are not read yet)"
+    if path.suffix.lower() in (".nsys-rep", ".qdrep"):
+        return ("an Nsight Systems report, not its SQLite export; run "
+                f"'nsys export --type sqlite {path.name}' and ingest the .sqlite file")
+    if head.startswith(SQLITE_MAGIC[:6]):
+        return "a damaged SQLite file (bad header)"
+    return "not a SQLite database"
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?\s*", text or "")
+    if not m:
+        return None
+    return tuple(int(g) if g is not None else 0 for g in m.groups())
+
+
+def detect(path: str | os.PathLike) -> Detected:
+    """Inspect `path` and say which adapter reads it. Raises InputError for anything
+    that is not a readable profiler export, UnsupportedVersionError for unknown versions."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a profiler export")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not head.startswith(SQLITE_MAGIC):
+        raise InputError(f"{path}: {_describe_non_sqlite(path, head)}")
+
+    try:
+        con = connect_readonly(path)
+        try:
+            names = [r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+            tables = {}
+            for name in names:
+                cols = [r[1] for r in con.execute(f'PRAGMA table_info("{name.replace(chr(34), chr(34) * 2)}")')]
+                tables[name] = cols
+            metadata = {}
+            for meta in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+                if meta in tables and {"name", "value"} <= set(tables[meta]):
+                    metadata = {str(k): (None if v is None else str(v))
+                                for k, v in con.execute(f"SELECT name, value FROM {meta}")}
+                    break
+            nvprof_version = None
+            if "Version" in tables and "StringTable" in tables:
+                row = con.execute("SELECT * FROM Version LIMIT 1").fetchone()
+                nvprof_version = None if row is None else str(row[0])
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path}: damaged or unreadable SQLite database ({exc})") from None
+
+    if "StringTable" in tables and any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables):
+        return Detected(path, "nvprof", "nvprof", schema_version=nvprof_version,
+                        exporter_version=None, tables=tables)
+
+    nsys_markers = ("StringIds", "NVTX_EVENTS", "ThreadNames", "TARGET_INFO_GPU",
+                    "TARGET_INFO_CUDA_GPU", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME")
+    if metadata or ("StringIds" in tables and any(t in tables for t in nsys_markers[1:])):
+        version = metadata.get("EXPORT_SCHEMA_VERSION")
+        det = Detected(path, "nsys", "nsys/legacy", schema_version=version,
+                       exporter_version=metadata.get("EXPORT_PRODUCT_VERSION"),
+                       metadata=metadata, tables=tables)
+        if version is None:
+            if metadata:
+                det.warnings.append("export metadata has no EXPORT_SCHEMA_VERSION; read as a pre-2022 export")
+            return det
+        vt = _version_tuple(version)
+        if vt is None:
+            raise UnsupportedVersionError(f"{path}: unreadable Nsight Systems export schema version {version!r}")
+        if vt[0] not in NSYS_LAYOUTS:
+            known = ", ".join(f"{m}.x" for m in sorted(NSYS_LAYOUTS))
+            raise UnsupportedVersionError(
+                f"{path}: Nsight Systems export schema {version} (major version {vt[0]}) is not supported; "
+                f"traceql reads schema {known}")
+        folder, newest = NSYS_LAYOUTS[vt[0]]
+        det.layout = f"nsys/{folder}"
+        if vt > newest:
+            det.warnings.append(
+                f"export schema {version} is newer than the newest known {'.'.join(map(str, newest))}; "
+                "read with the same layout, check the results")
+        return det
+
+    if not tables:
+        raise InputError(f"{path}: SQLite database with no tables, not a profiler export")
+    raise InputError(f"{path}: SQLite database without Nsight Systems or nvprof tables, not a profiler export")

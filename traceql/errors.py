@@ -1,0 +1,31 @@
+"""Error classes. Each carries the exit code of its class, documented in README.md."""
+
+
+class TraceqlError(Exception):
+    """Base of every error traceql reports as one line (no traceback unless --debug)."""
+
+    exit_code = 1
+
+
+class UsageError(TraceqlError):
+    """Bad command-line usage or an invalid argument value (bad SQL, unknown view, ...)."""
+
+    exit_code = 2
+
+
+class InputError(TraceqlError):
+    """The input file is missing, unreadable, not a database or not a profiler export."""
+
+    exit_code = 3
+
+
+class UnsupportedVersionError(TraceqlError):
+    """The file is a profiler export of a format or schema version traceql cannot read."""
+
+    exit_code = 4
+
+
+class WorkspaceError(TraceqlError):
+    """The workspace database cannot be opened, written or locked."""
+
+    exit_code = 5

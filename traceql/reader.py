@@ -1,0 +1,178 @@
+"""Stage the source tables an adapter reads into DuckDB (the `raw` catalog).
+
+The adapter's raw.sql declares the tables and columns it reads. Each table is read
+through DuckDB's sqlite_scanner extension, loaded from the pinned PyPI package; when
+the extension cannot load, or a table cannot be read through it (invalid UTF-8, values
+that do not fit the declared type), that table is read with Python's sqlite3 into Arrow
+batches instead. Columns the file lacks are NULL, tables it lacks are empty.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from .detect import connect_readonly
+
+BATCH_ROWS = 100_000
+
+
+@dataclass
+class StageReport:
+    reader: str = "sqlite_scanner"
+    fallback_tables: dict[str, str] = field(default_factory=dict)  # table -> reason
+    missing_tables: list[str] = field(default_factory=list)
+    missing_columns: dict[str, list[str]] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+
+
+def load_sqlite_scanner(con: duckdb.DuckDBPyConnection) -> str | None:
+    """Load sqlite_scanner without any download. Returns None on success, else the reason."""
+    if os.environ.get("TRACEQL_READER", "").lower() == "sqlite3":
+        return "TRACEQL_READER=sqlite3"
+    reasons = []
+    try:
+        import duckdb_extension_sqlite_scanner as pkg
+
+        ext = (Path(pkg.__file__).parent / "extensions" / f"v{duckdb.__version__}"
+               / "sqlite_scanner.duckdb_extension")
+        if ext.is_file():
+            con.execute("SET autoinstall_known_extensions = false")
+            con.execute("SET autoload_known_extensions = false")
+            con.execute(f"LOAD '{ext.as_posix()}'")
+            return None
+        reasons.append(f"no extension for duckdb {duckdb.__version__} in the package")
+    except Exception as exc:  # noqa: BLE001 - any failure means: use the fallback
+        reasons.append(str(exc).splitlines()[0])
+    try:
+        con.execute("LOAD sqlite_scanner")
+        return None
+    except Exception as exc:  # noqa: BLE001
+        reasons.append(str(exc).splitlines()[0])
+    return "; ".join(reasons)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _coerce_int(v):
+    if v is None or isinstance(v, bool):
+        return None if v is None else int(v)
+    if isinstance(v, int):
+        return v if -(1 << 63) <= v < (1 << 63) else None
+    if isinstance(v, float):
+        return int(v) if v.is_integer() and abs(v) < 9.2e18 else None
+    if isinstance(v, (str, bytes)):
+        try:
+            return _coerce_int(int(v))
+        except ValueError:
+            return None
+    return None
+
+
+def _coerce_str(v):
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+def _arrow_column(values: list, duck_type: str) -> pa.Array:
+    if duck_type in ("BIGINT", "INTEGER"):
+        try:
+            return pa.array(values, type=pa.int64())
+        except (pa.ArrowException, TypeError, OverflowError):
+            return pa.array([_coerce_int(v) for v in values], type=pa.int64())
+    if duck_type == "DOUBLE":
+        return pa.array([float(v) if isinstance(v, (int, float)) else None for v in values], type=pa.float64())
+    try:
+        return pa.array(values, type=pa.string())
+    except (pa.ArrowException, TypeError):
+        return pa.array([_coerce_str(v) for v in values], type=pa.string())
+
+
+def _declared_tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    rows = con.execute(
+        "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+        "WHERE database_name = 'raw' ORDER BY table_name, column_index").fetchall()
+    out: dict[str, list[tuple[str, str]]] = {}
+    for table, col, typ in rows:
+        out.setdefault(table, []).append((col, typ))
+    return out
+
+
+def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
+          source_tables: dict[str, list[str]], progress=None) -> StageReport:
+    """Create the raw.sql tables in the `raw` catalog and fill them from the source file."""
+    report = StageReport()
+    home = con.execute("SELECT current_database()").fetchone()[0]
+    con.execute("USE raw")
+    try:
+        con.execute(raw_ddl)
+    finally:
+        con.execute(f"USE {_quote(home)}")
+    declared = _declared_tables(con)
+    scanner_problem = load_sqlite_scanner(con)
+    if scanner_problem:
+        report.reader = f"sqlite3 (sqlite_scanner unavailable: {scanner_problem})"
+    lower_tables = {t.lower(): t for t in source_tables}
+    sqcon: sqlite3.Connection | None = None
+    try:
+        for table, cols in declared.items():
+            src_name = table if table in source_tables else lower_tables.get(table.lower())
+            if src_name is None:
+                report.missing_tables.append(table)
+                continue
+            src_cols = {c.lower(): c for c in source_tables[src_name]}
+            present = [(c, t, src_cols[c.lower()]) for c, t in cols if c.lower() in src_cols]
+            absent = [c for c, _ in cols if c.lower() not in src_cols]
+            if absent:
+                report.missing_columns[table] = absent
+            if not present:
+                continue
+            if progress:
+                progress(table)
+            target = ", ".join(_quote(c) for c, _, _ in present)
+            if not scanner_problem:
+                select = ", ".join(_quote(s) for _, _, s in present)
+                try:
+                    con.execute(
+                        f"INSERT INTO raw.{_quote(table)} ({target}) "
+                        f"SELECT {select} FROM sqlite_scan(?, ?)", [str(path), src_name])
+                    report.rows[table] = con.execute(f"SELECT count(*) FROM raw.{_quote(table)}").fetchone()[0]
+                    continue
+                except duckdb.Error as exc:
+                    report.fallback_tables[table] = str(exc).splitlines()[0][:200]
+                    con.execute(f"DELETE FROM raw.{_quote(table)}")
+            if sqcon is None:
+                sqcon = connect_readonly(path)
+            select = ", ".join(_quote(s) for _, _, s in present)
+            cur = sqcon.execute(f"SELECT {select} FROM {_quote(src_name)}")
+            n = 0
+            while True:
+                rows = cur.fetchmany(BATCH_ROWS)
+                if not rows:
+                    break
+                arrays = [_arrow_column([r[i] for r in rows], typ) for i, (_, typ, _) in enumerate(present)]
+                batch = pa.Table.from_arrays(arrays, names=[c for c, _, _ in present])
+                con.register("_traceql_batch", batch)
+                try:
+                    con.execute(f"INSERT INTO raw.{_quote(table)} ({target}) SELECT {target} FROM _traceql_batch")
+                finally:
+                    con.unregister("_traceql_batch")
+                n += len(rows)
+            report.rows[table] = n
+    except sqlite3.DatabaseError as exc:
+        from .errors import InputError
+        raise InputError(f"{path}: damaged SQLite database ({exc})") from None
+    finally:
+        if sqcon is not None:
+            sqcon.close()
+    return report

@@ -1,0 +1,69 @@
+"""Printing results: rich tables for people; csv, tsv, json and markdown for machines."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pyarrow as pa
+
+FORMATS = ("table", "csv", "tsv", "json", "markdown")
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def render(table: pa.Table, fmt: str = "table", out=None) -> None:
+    out = out or sys.stdout
+    if fmt == "table":
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        console = Console(file=out, highlight=False, soft_wrap=False)
+        grid = Table(show_header=True, header_style="bold", show_lines=False)
+        numeric = []
+        for field in table.schema:
+            is_num = pa.types.is_integer(field.type) or pa.types.is_floating(field.type) \
+                or pa.types.is_decimal(field.type)
+            numeric.append(is_num)
+            grid.add_column(Text(field.name), justify="right" if is_num else "left", overflow="fold")
+        for row in table.to_pylist():
+            # Text(), not str: kernel names like 'f<[with T = float]>' are not rich markup
+            grid.add_row(*(Text(_cell(v)) for v in row.values()))
+        console.print(grid)
+        console.print(Text(f"{table.num_rows} row{'s' if table.num_rows != 1 else ''}", style="dim"))
+    elif fmt in ("csv", "tsv"):
+        import pyarrow.csv as pacsv
+
+        buf = io.BytesIO()
+        opts = pacsv.WriteOptions(delimiter="," if fmt == "csv" else "\t",
+                                  quoting_style="needed")
+        pacsv.write_csv(table, buf, write_options=opts)
+        out.write(buf.getvalue().decode("utf-8"))
+    elif fmt == "json":
+        out.write(json.dumps(table.to_pylist(), default=str, indent=1) + "\n")
+    elif fmt == "markdown":
+        names = table.column_names
+        out.write("| " + " | ".join(names) + " |\n")
+        out.write("|" + "|".join("---" for _ in names) + "|\n")
+        for row in table.to_pylist():
+            out.write("| " + " | ".join(_cell(v).replace("|", "\\|") for v in row.values()) + " |\n")
+    else:
+        raise ValueError(f"unknown format {fmt}")
+
+
+def human_ns(ns) -> str:
+    """A duration in ns as a short readable string: 1.23 ms."""
+    if ns is None:
+        return "-"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns} ns"

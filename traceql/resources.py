@@ -1,0 +1,76 @@
+"""Access to the SQL files shipped with the package (schemas/ and queries/), and the
+documentation parsed from their comments."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+
+CONTRACT_TABLES = (
+    "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset",
+    "nvtx_range", "nvtx_mark", "ingest_stats",
+)
+CONTRACT_VIEWS = ("gpu_op",)
+
+
+def schema_file(relpath: str):
+    """A Traversable for schemas/<relpath>."""
+    node = resources.files("traceql.schemas")
+    for part in relpath.split("/"):
+        node = node.joinpath(part)
+    return node
+
+
+def read_schema(relpath: str) -> str:
+    return schema_file(relpath).read_text(encoding="utf-8")
+
+
+def schema_exists(relpath: str) -> bool:
+    return schema_file(relpath).is_file()
+
+
+@dataclass
+class Column:
+    name: str
+    type: str
+    doc: str
+
+
+@dataclass
+class ViewDoc:
+    name: str
+    doc: str
+    kind: str  # 'table' or 'view'
+    columns: list[Column] = field(default_factory=list)
+
+
+_HEAD = re.compile(r"^--\s*(\w+):\s*(.+)$")
+_TABLE = re.compile(r"^CREATE\s+TABLE\s+(\w+)\s*\(", re.I)
+_VIEW = re.compile(r"^CREATE\s+VIEW\s+(\w+)\s+AS", re.I)
+_COL = re.compile(r"^\s*(\w+)\s+([A-Z]+)(?:\s+NOT NULL)?\s*,?\s*--\s*(.+)$")
+_VIEWCOL = re.compile(r"^\s*(?:.*\bAS\s+)?(\w+)\s*,?\s*--\s*(.+)$")
+
+
+@cache
+def contract_docs() -> dict[str, ViewDoc]:
+    """Every contract table and view with its description and documented columns,
+    read from the doc comments of schemas/contract/*.sql."""
+    docs: dict[str, ViewDoc] = {}
+    for name in CONTRACT_TABLES + CONTRACT_VIEWS:
+        text = read_schema(f"contract/{name}.sql")
+        lines = text.splitlines()
+        head = _HEAD.match(lines[0])
+        if not head or head.group(1) != name:
+            raise RuntimeError(f"schemas/contract/{name}.sql must start with '-- {name}: <description>'")
+        kind = "table" if _TABLE.search(text.split("\n", 1)[1].lstrip()) else "view"
+        doc = ViewDoc(name, head.group(2).strip(), kind)
+        for line in lines[1:]:
+            m = _COL.match(line) if kind == "table" else _VIEWCOL.match(line)
+            if m and kind == "table":
+                doc.columns.append(Column(m.group(1), m.group(2), m.group(3).strip()))
+            elif m:
+                doc.columns.append(Column(m.group(1), "", m.group(2).strip()))
+        docs[name] = doc
+    return docs

@@ -1,0 +1,145 @@
+"""The workspace: a DuckDB file holding any number of ingested traces in the contract
+tables. `traceql.open(path)` returns a Workspace for queries, info and export."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from .errors import UsageError, WorkspaceError
+from .resources import CONTRACT_TABLES, CONTRACT_VIEWS
+
+DEFAULT_DB = "traceql.duckdb"
+
+# Views listed by `info`, with the name of their count column.
+COUNTED = ("kernel", "memcpy", "memset", "api_call", "nvtx_range", "nvtx_mark", "thread", "device")
+
+
+def default_db() -> Path:
+    return Path(os.environ.get("TRACEQL_DB") or DEFAULT_DB)
+
+
+def open(path: str | os.PathLike | None = None) -> "Workspace":  # noqa: A001 - mirrors the builtin on purpose
+    """Open an existing workspace read-only."""
+    return Workspace(path if path is not None else default_db())
+
+
+class Workspace:
+    """A read-only view of a traceql workspace. Every query returns a pyarrow.Table
+    (call .to_pandas() for pandas)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise WorkspaceError(f"{self.path}: no workspace here; create one with 'traceql ingest FILE'")
+        if self.path.is_dir():
+            raise WorkspaceError(f"{self.path}: is a directory, not a workspace file")
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=True)
+        except duckdb.Error as exc:
+            raise WorkspaceError(f"{self.path}: not a traceql workspace ({str(exc).splitlines()[0]})") from None
+        tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "trace" not in tables:
+            self.con.close()
+            raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- queries ---------------------------------------------------------------------
+    def sql(self, query: str, params=None) -> pa.Table:
+        """Run one SQL statement over the contract views and return the result."""
+        return self.execute(query, params).fetch_arrow_table()
+
+    def execute(self, query: str, params=None):
+        try:
+            return self.con.execute(query, params or [])
+        except duckdb.Error as exc:
+            raise UsageError(f"SQL: {str(exc).strip()}") from None
+
+    def traces(self) -> pa.Table:
+        return self.sql("SELECT * FROM trace ORDER BY trace_id")
+
+    def trace_ids(self) -> list[int]:
+        return [r[0] for r in self.con.execute("SELECT trace_id FROM trace ORDER BY trace_id").fetchall()]
+
+    def check_trace(self, trace_id: int | None) -> None:
+        if trace_id is not None and trace_id not in self.trace_ids():
+            raise UsageError(f"--trace {trace_id}: no such trace in {self.path} "
+                             f"(traces: {', '.join(map(str, self.trace_ids())) or 'none'})")
+
+    def info(self) -> list[dict]:
+        """Per trace: its trace row, the GPUs it used or describes, and row counts per view."""
+        out = []
+        for row in self.traces().to_pylist():
+            tid = row["trace_id"]
+            row["gpus"] = [
+                f"{d} {n}" if n else str(d)
+                for d, n in self.con.execute(
+                    "SELECT device_id, name FROM device WHERE trace_id = ? ORDER BY device_id", [tid]).fetchall()]
+            row["counts"] = {
+                view: self.con.execute(f"SELECT count(*) FROM {view} WHERE trace_id = ?", [tid]).fetchone()[0]
+                for view in COUNTED}
+            row["warnings"] = [d for (d,) in self.con.execute(
+                "SELECT detail FROM ingest_stats WHERE trace_id = ? AND severity <> 'info' ORDER BY key",
+                [tid]).fetchall()]
+            out.append(row)
+        return out
+
+    # -- export ----------------------------------------------------------------------
+    def export(self, out_dir: str | os.PathLike, fmt: str = "parquet", trace_id: int | None = None,
+               per_trace: bool = False, overwrite: bool = False) -> list[Path]:
+        """Write every contract view as one file (csv or parquet) into out_dir, for all
+        traces together, one trace (trace_id) or one sub-folder per trace (per_trace)."""
+        if fmt not in ("csv", "parquet"):
+            raise UsageError(f"--format {fmt}: export writes csv or parquet")
+        self.check_trace(trace_id)
+        out_dir = Path(out_dir)
+        ids = self.trace_ids() if trace_id is None else [trace_id]
+        jobs = []
+        for view in CONTRACT_TABLES + CONTRACT_VIEWS:
+            if per_trace:
+                jobs += [(out_dir / f"trace_{t}" / f"{view}.{fmt}", view, t) for t in ids]
+            else:
+                jobs.append((out_dir / f"{view}.{fmt}", view, trace_id))
+        existing = [p for p, _, _ in jobs if p.exists()]
+        if existing and not overwrite:
+            raise UsageError(f"{existing[0]}: exists; use --overwrite to replace the files in {out_dir}")
+        written = []
+        for target, view, tid in jobs:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            order = "trace_id" + ("" if view in ("trace", "ingest_stats", "thread", "device") else ", ts")
+            if tid is None:
+                reader = self.con.execute(f"SELECT * FROM {view} ORDER BY {order}").fetch_record_batch()
+            else:
+                reader = self.con.execute(
+                    f"SELECT * FROM {view} WHERE trace_id = ? ORDER BY {order}", [tid]).fetch_record_batch()
+            _write_stream(reader, target, fmt)
+            written.append(target)
+        return written
+
+
+def _write_stream(reader: pa.RecordBatchReader, target: Path, fmt: str) -> None:
+    tmp = target.with_name(target.name + ".part")
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        with pq.ParquetWriter(tmp, reader.schema) as writer:
+            for batch in reader:
+                writer.write_batch(batch)
+    else:
+        import pyarrow.csv as pacsv
+
+        with pacsv.CSVWriter(tmp, reader.schema) as writer:
+            for batch in reader:
+                writer.write_batch(batch)
+    os.replace(tmp, target)
