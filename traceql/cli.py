@@ -163,3 +163,7 @@ def main(argv=None) -> None:
         click.echo(f"traceql: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
                    "(run with --debug for a traceback)", err=True)
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -58,7 +58,7 @@ class Workspace:
     # -- queries ---------------------------------------------------------------------
     def sql(self, query: str, params=None) -> pa.Table:
         """Run one SQL statement over the contract views and return the result."""
-        return self.execute(query, params).fetch_arrow_table()
+        return self.execute(query, params).to_arrow_table()
 
     def execute(self, query: str, params=None):
         try:
@@ -119,10 +119,10 @@ class Workspace:
             target.parent.mkdir(parents=True, exist_ok=True)
             order = "trace_id" + ("" if view in ("trace", "ingest_stats", "thread", "device") else ", ts")
             if tid is None:
-                reader = self.con.execute(f"SELECT * FROM {view} ORDER BY {order}").fetch_record_batch()
+                reader = self.con.execute(f"SELECT * FROM {view} ORDER BY {order}").to_arrow_reader()
             else:
                 reader = self.con.execute(
-                    f"SELECT * FROM {view} WHERE trace_id = ? ORDER BY {order}", [tid]).fetch_record_batch()
+                    f"SELECT * FROM {view} WHERE trace_id = ? ORDER BY {order}", [tid]).to_arrow_reader()
             _write_stream(reader, target, fmt)
             written.append(target)
         return written
