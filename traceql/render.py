@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 
@@ -40,13 +39,13 @@ def render(table: pa.Table, fmt: str = "table", out=None) -> None:
         console.print(grid)
         console.print(Text(f"{table.num_rows} row{'s' if table.num_rows != 1 else ''}", style="dim"))
     elif fmt in ("csv", "tsv"):
-        import pyarrow.csv as pacsv
+        import csv
 
-        buf = io.BytesIO()
-        opts = pacsv.WriteOptions(delimiter="," if fmt == "csv" else "\t",
-                                  quoting_style="needed")
-        pacsv.write_csv(table, buf, write_options=opts)
-        out.write(buf.getvalue().decode("utf-8"))
+        writer = csv.writer(out, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        writer.writerow(table.column_names)
+        for batch in table.to_batches():
+            for row in zip(*(col.to_pylist() for col in batch.columns)):
+                writer.writerow(["" if v is None else v for v in row])
     elif fmt == "json":
         out.write(json.dumps(table.to_pylist(), default=str, indent=1) + "\n")
     elif fmt == "markdown":

@@ -4,6 +4,7 @@ tables. `traceql.open(path)` returns a Workspace for queries, info and export.""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import duckdb
@@ -64,7 +65,7 @@ class Workspace:
         try:
             return self.con.execute(query, params or [])
         except duckdb.Error as exc:
-            raise UsageError(f"SQL: {str(exc).strip()}") from None
+            raise UsageError(f"SQL: {one_line_error(str(exc))}") from None
 
     def traces(self) -> pa.Table:
         return self.sql("SELECT * FROM trace ORDER BY trace_id")
@@ -126,6 +127,21 @@ class Workspace:
             _write_stream(reader, target, fmt)
             written.append(target)
         return written
+
+
+def one_line_error(message: str) -> str:
+    """DuckDB's multi-line error as one line: the message, DuckDB's suggestions, and the
+    line and column its caret points at."""
+    lines = [ln for ln in message.strip().splitlines()]
+    out = lines[0].strip() if lines else message
+    for i, ln in enumerate(lines):
+        m = re.match(r"LINE (\d+): ", ln)
+        if m and i + 1 < len(lines) and lines[i + 1].strip() == "^":
+            column = lines[i + 1].index("^") - len(m.group(0)) + 1
+            out += f" (line {m.group(1)}, column {column})"
+        elif ln.startswith("Candidate bindings:") or ln.startswith("Did you mean"):
+            out += "; " + ln.strip()
+    return out
 
 
 def _write_stream(reader: pa.RecordBatchReader, target: Path, fmt: str) -> None:
