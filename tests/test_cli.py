@@ -51,7 +51,7 @@ def test_ingest_info_sql_export(tmp_path):
 
     out = tmp_path / "out"
     exp = traceql("--db", str(db), "export", "--format", "csv", "-o", str(out))
-    assert exp.stdout.strip() == f"wrote 11 files to {out}"
+    assert exp.stdout.strip() == f"wrote 14 files to {out}"
     assert (out / "kernel.csv").read_text().count("\n") == 6
 
 

@@ -82,7 +82,7 @@ def test_newer_minor_version_reads_with_a_warning(tmp_path):
     [res] = traceql.ingest([path], db=db)
     assert res.detected.layout == "nsys/v3"
     with traceql.open(db) as ws:
-        rows = ws.sql("SELECT key, severity, detail FROM ingest_stats WHERE severity = 'warning'").to_pylist()
+        rows = ws.sql("SELECT key, severity, detail FROM ingest_stats WHERE key LIKE 'schema.%'").to_pylist()
         assert rows == [{"key": "schema.version_newer_than_known", "severity": "warning",
                          "detail": "export schema 3.99.0 is newer than the newest known 3.28.1; "
                                    "read with the same layout, check the results"}]

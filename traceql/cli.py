@@ -11,7 +11,7 @@ import click
 from . import __version__
 from .errors import TraceqlError, UsageError
 from .ingest import ingest as ingest_files
-from .render import FORMATS, human_ns, render
+from .render import FORMATS, human_ns, humanize, render
 from .resources import contract_docs
 from .workspace import COUNTED, Workspace, default_db
 
@@ -120,6 +120,51 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, overwrite):
     with obj.open() as ws:
         files = ws.export(out_dir, fmt, trace_id=trace_id, per_trace=per_trace, overwrite=overwrite)
     click.echo(f"wrote {len(files)} files to {out_dir}")
+
+
+@cli.command()
+@click.option("--by", "by", type=click.Choice(["range"]), required=True, help="What to report on.")
+@click.option("--group", "group_by", type=click.Choice(["name", "path"]), default="name", show_default=True,
+              help="range: group instances by range name or by full nesting path.")
+@click.option("--depth", "max_depth", type=click.IntRange(min=1), default=None,
+              help="range: keep ranges above this depth (path has at most N levels).")
+@click.option("--match", "match", multiple=True, metavar="WORD",
+              help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
+@click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
+@click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
+              help="table for people (readable time units); csv, tsv, json, markdown, parquet for machines (ns).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@click.pass_obj
+def report(obj: Context, by, group_by, max_depth, match, domain, trace_id, limit, fmt, output):
+    """Summaries from the query library.
+
+    --by range: one row per NVTX range name (or path): instances, CPU time, and the GPU
+    kernel, memcpy and memset time of the work launched inside the ranges, with busy time
+    (overlap counted once) and GPU projection. Times in ns in machine formats.
+    """
+    with obj.open() as ws:
+        table = ws.report(by, trace_id=trace_id, group_by=group_by, max_depth=max_depth,
+                          match=list(match) or None, domain=domain, limit=limit)
+    emit(table, fmt, output)
+
+
+def emit(table, fmt, output):
+    if fmt == "parquet":
+        if output is None:
+            raise UsageError("--format parquet needs -o FILE")
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, output)
+        return
+    if fmt == "table":
+        table = humanize(table)
+    if output is None:
+        render(table, fmt)
+    else:
+        with open(output, "w", encoding="utf-8", newline="") as fh:
+            render(table, fmt, fh)
 
 
 @cli.command()

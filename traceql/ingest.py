@@ -195,7 +195,8 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
 
     con.execute(
         "CREATE TABLE raw.nvtx_stage AS "
-        "SELECT row_number() OVER (ORDER BY ts, src_row) - 1 AS range_id, * EXCLUDE (src_row, kind) "
+        "SELECT row_number() OVER (ORDER BY ts, end_ts DESC NULLS FIRST, src_row) - 1 AS range_id, "
+        "       * EXCLUDE (src_row, kind) "
         "FROM src_nvtx_event WHERE kind = 'range'")
     con.execute(read_schema("derive/nvtx_range.sql"))
     con.execute("INSERT INTO nvtx_range BY NAME SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range",
@@ -205,6 +206,12 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
         "SELECT ?::INTEGER AS trace_id, row_number() OVER (ORDER BY ts, src_row) - 1 AS mark_id, "
         "       pid, tid, ts, name, domain, color, category "
         "FROM src_nvtx_event WHERE kind = 'mark'", [trace_id])
+
+    # correlation: launching calls, enclosing ranges, per-range GPU work (schemas/derive/)
+    con.execute("SET VARIABLE trace_id = ?", [trace_id])
+    for table in ("launch", "op_range", "range_gpu"):
+        con.execute(read_schema(f"derive/{table}.sql"))
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
 
 
 def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult) -> None:

@@ -25,14 +25,18 @@ def render(table: pa.Table, fmt: str = "table", out=None) -> None:
         from rich.table import Table
         from rich.text import Text
 
-        console = Console(file=out, highlight=False, soft_wrap=False)
+        width = None if getattr(out, "isatty", lambda: False)() else 200
+        console = Console(file=out, highlight=False, soft_wrap=False, width=width)
         grid = Table(show_header=True, header_style="bold", show_lines=False)
-        numeric = []
         for field in table.schema:
             is_num = pa.types.is_integer(field.type) or pa.types.is_floating(field.type) \
                 or pa.types.is_decimal(field.type)
-            numeric.append(is_num)
-            grid.add_column(Text(field.name), justify="right" if is_num else "left", overflow="fold")
+            is_text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+            short = is_num or (is_text and max((len(_cell(v)) for v in table.column(field.name).to_pylist()),
+                                               default=0) <= 12)
+            grid.add_column(Text(field.name), justify="right" if is_num else "left",
+                            no_wrap=short, overflow="ellipsis" if short else "fold",
+                            min_width=min(len(field.name), 12) if short else 16)
         for row in table.to_pylist():
             # Text(), not str: kernel names like 'f<[with T = float]>' are not rich markup
             grid.add_row(*(Text(_cell(v)) for v in row.values()))
@@ -66,3 +70,16 @@ def human_ns(ns) -> str:
         if abs(ns) >= scale:
             return f"{ns / scale:.3g} {unit}"
     return f"{ns} ns"
+
+
+def humanize(table: pa.Table) -> pa.Table:
+    """For people: *_ns columns as readable durations ('1.23 ms'), named without the suffix."""
+    columns, names = [], []
+    for name, col in zip(table.column_names, table.columns):
+        if name.endswith("_ns"):
+            columns.append(pa.array([None if v is None else human_ns(v) for v in col.to_pylist()], pa.string()))
+            names.append(name[:-3])
+        else:
+            columns.append(col)
+            names.append(name)
+    return pa.Table.from_arrays(columns, names=names)

@@ -10,9 +10,18 @@ from importlib import resources
 
 CONTRACT_TABLES = (
     "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset",
-    "nvtx_range", "nvtx_mark", "ingest_stats",
+    "nvtx_range", "nvtx_mark", "launch", "op_range", "range_gpu", "ingest_stats",
 )
 CONTRACT_VIEWS = ("gpu_op",)
+
+# A deterministic row order for every contract table and view (export, golden files).
+ROW_ORDER = {
+    "trace": "trace_id", "device": "trace_id, device_id", "thread": "trace_id, pid, tid",
+    "api_call": "trace_id, api_id", "kernel": "trace_id, kernel_id", "memcpy": "trace_id, memcpy_id",
+    "memset": "trace_id, memset_id", "nvtx_range": "trace_id, range_id", "nvtx_mark": "trace_id, mark_id",
+    "launch": "trace_id, op_id", "op_range": "trace_id, op_id, depth, range_id",
+    "range_gpu": "trace_id, range_id", "ingest_stats": "trace_id, key", "gpu_op": "trace_id, op_id",
+}
 
 
 def schema_file(relpath: str):

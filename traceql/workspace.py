@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 
 from .errors import UsageError, WorkspaceError
-from .resources import CONTRACT_TABLES, CONTRACT_VIEWS
+from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
 
 DEFAULT_DB = "traceql.duckdb"
 
@@ -67,6 +67,20 @@ class Workspace:
         except duckdb.Error as exc:
             raise UsageError(f"SQL: {one_line_error(str(exc))}") from None
 
+    def query(self, name: str, **params) -> pa.Table:
+        """Run a query of the library (queries/NAME.sql) with its parameters."""
+        from . import library as queries
+
+        q = queries.get(name)
+        return self.sql(q.sql, queries.bind(q, params))
+
+    def report(self, by: str, trace_id: int | None = None, **params) -> pa.Table:
+        """What `traceql report --by BY` prints, as an Arrow table."""
+        from .reports import run_report
+
+        self.check_trace(trace_id)
+        return run_report(self, by, trace_id=trace_id, **params)
+
     def traces(self) -> pa.Table:
         return self.sql("SELECT * FROM trace ORDER BY trace_id")
 
@@ -118,7 +132,7 @@ class Workspace:
         written = []
         for target, view, tid in jobs:
             target.parent.mkdir(parents=True, exist_ok=True)
-            order = "trace_id" + ("" if view in ("trace", "ingest_stats", "thread", "device") else ", ts")
+            order = ROW_ORDER[view]
             if tid is None:
                 reader = self.con.execute(f"SELECT * FROM {view} ORDER BY {order}").to_arrow_reader()
             else:

@@ -23,4 +23,20 @@ FROM gpu_op WHERE correlation_id IS NULL GROUP BY trace_id
 UNION ALL
 SELECT trace_id, 'device.undescribed', count(*), 'info',
        'GPUs that ran work but that the export does not describe: name and properties are NULL'
-FROM device WHERE name IS NULL GROUP BY trace_id;
+FROM device WHERE name IS NULL GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'launch.ops_without_launch', count(*), 'warning',
+       'GPU operations with no API call of the same correlation id in their process (trimmed or partial trace?)'
+FROM launch WHERE api_id IS NULL GROUP BY trace_id
+UNION ALL
+SELECT l.trace_id, 'op_range.unattributed_ops', count(*), 'info',
+       'GPU operations whose launching call lies outside every NVTX range (the unattributed bucket)'
+FROM launch l
+WHERE NOT EXISTS (SELECT 1 FROM op_range r WHERE r.trace_id = l.trace_id AND r.op_id = l.op_id)
+GROUP BY l.trace_id
+UNION ALL
+SELECT n.trace_id, 'nvtx_range.without_gpu_work', count(*), 'info',
+       'NVTX ranges that launched no GPU work (no row in range_gpu)'
+FROM nvtx_range n
+WHERE NOT EXISTS (SELECT 1 FROM range_gpu g WHERE g.trace_id = n.trace_id AND g.range_id = n.range_id)
+GROUP BY n.trace_id;
