@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 # is in it and the ten longest kernels.
 demo: $(STAMP)
 	mkdir -p $(DEMO)
-	$(PY) -m fixtures.gen_nsys --layout 3 -o $(DEMO)/demo.sqlite
+	$(PY) -m fixtures.gen_nsys --layout 3 --kernels 2000 --force -q -o $(DEMO)/demo.sqlite
 	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb ingest $(DEMO)/demo.sqlite
 	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb info
 	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb sql \
