@@ -5,7 +5,7 @@ import duckdb
 import pytest
 
 import traceql
-from traceql.ingest import ADAPTER_FILES, ID_TABLES, _adapter_sql
+from traceql.ingest import ADAPTER_FILES, ID_TABLES, _adapter_sql, raw_ddl
 from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, read_schema
 
 from .util import nsys_stub, trace_file
@@ -21,7 +21,7 @@ def adapter_columns(layout: str) -> dict[str, list[str]]:
     con = duckdb.connect()
     con.execute("ATTACH ':memory:' AS raw")
     con.execute("USE raw")
-    con.execute(read_schema(f"{layout.split('/')[0]}/raw.sql"))
+    con.execute(raw_ddl(layout))
     con.execute("USE memory")
     for name in ADAPTER_FILES:
         con.execute(_adapter_sql(layout, name))

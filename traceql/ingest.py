@@ -65,6 +65,15 @@ def create_contract(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(read_schema(f"contract/{name}.sql"))
 
 
+def raw_ddl(layout: str) -> str:
+    """The source tables a layout reads: <format>/raw.sql plus the layout folder's raw.sql."""
+    fmt, _, folder = layout.partition("/")
+    ddl = read_schema(f"{fmt}/raw.sql")
+    if folder and schema_exists(f"{fmt}/{folder}/raw.sql"):
+        ddl += "\n" + read_schema(f"{fmt}/{folder}/raw.sql")
+    return ddl
+
+
 def _adapter_sql(layout: str, name: str) -> str:
     fmt, _, folder = layout.partition("/")
     for rel in (f"{fmt}/{folder}/{name}.sql", f"{fmt}/common/{name}.sql"):
@@ -156,8 +165,7 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
 
     con.execute("ATTACH ':memory:' AS raw")
     try:
-        fmt = det.layout.split("/")[0]
-        report = stage(con, path, read_schema(f"{fmt}/raw.sql"), det.tables,
+        report = stage(con, path, raw_ddl(det.layout), det.tables,
                        progress=(lambda t: progress(det.path, t)) if progress else None)
         for name in ADAPTER_FILES:
             con.execute(_adapter_sql(det.layout, name))

@@ -2,7 +2,8 @@
 -- the DuckDB types they are read as. Ingest stages exactly these: a column the
 -- file lacks (older or newer exporters, lazy exports) is read as NULL, a table
 -- the file lacks is an empty table, and anything the file has beyond this list
--- (tables or columns added by other tools) is never read.
+-- (tables or columns added by other tools) is never read. A layout folder may add tables
+-- of its own in its raw.sql (schemas/nsys/legacy/raw.sql).
 
 CREATE TABLE StringIds (id BIGINT, value VARCHAR);
 
@@ -19,13 +20,6 @@ CREATE TABLE TARGET_INFO_GPU (
     id BIGINT, deviceId BIGINT, name VARCHAR, busLocation VARCHAR, totalMemory BIGINT,
     memoryBandwidth BIGINT, clockRate BIGINT, smCount BIGINT, uuid VARCHAR, l2CacheSize BIGINT,
     computeMajor BIGINT, computeMinor BIGINT, cuDevice BIGINT
-);
-
--- pre-2022 exports only
-CREATE TABLE TARGET_INFO_CUDA_GPU (
-    deviceId BIGINT, name VARCHAR, pciBusId VARCHAR, globalMemoryBandwidth BIGINT,
-    globalMemorySize BIGINT, l2CacheSize BIGINT, coreClockRate BIGINT, numMultiprocessors BIGINT,
-    computeCapabilityMajor BIGINT, computeCapabilityMinor BIGINT
 );
 
 CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (
