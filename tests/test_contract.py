@@ -5,12 +5,13 @@ import duckdb
 import pytest
 
 import traceql
+from traceql.adapters import prepare
 from traceql.ingest import ADAPTER_FILES, ID_TABLES, _adapter_sql, raw_ddl
 from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, read_schema
 
 from .util import nsys_stub, trace_file
 
-LAYOUTS = ("nsys/legacy", "nsys/v2", "nsys/v3")
+LAYOUTS = ("nsys/legacy", "nsys/v2", "nsys/v3", "nvprof/v12")
 ID_COLUMNS = dict(ID_TABLES)
 # adapter view -> contract table it fills
 FILLS = {"src_kernel": "kernel", "src_api_call": "api_call", "src_memcpy": "memcpy",
@@ -23,6 +24,7 @@ def adapter_columns(layout: str) -> dict[str, list[str]]:
     con.execute("USE raw")
     con.execute(raw_ddl(layout))
     con.execute("USE memory")
+    prepare(con, layout)
     for name in ADAPTER_FILES:
         con.execute(_adapter_sql(layout, name))
     out = {}
@@ -63,6 +65,7 @@ def test_contract_tables_are_identical_across_layouts(tmp_path):
         "nsys/legacy": trace_file("kmeans-rtx3080-old-nsys/report2.sqlite"),
         "nsys/v2": trace_file("pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"),
         "nsys/v3": trace_file("nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite"),
+        "nvprof/v12": trace_file("nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql"),
     }
     shapes = {}
     for layout, path in files.items():

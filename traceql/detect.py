@@ -21,6 +21,14 @@ NSYS_LAYOUTS = {
     3: ("v3", (3, 28, 1)),
 }
 
+# nvprof databases: the Version table's value and the layout folder under schemas/nvprof/
+# that reads it. Versions 12 (CUDA 10.x-era nvprof) and 16 (a 2022 CUDA 10/11-era file)
+# are the ones seen in real files; they differ only by added columns and tables, which
+# the adapters read as NULL or empty, so one folder covers both. A Version outside the
+# known range (or none) is read with the nearest layout and a warning, as nsys does for a
+# newer minor schema: the tables mirror CUPTI activity records, which only grow.
+NVPROF_LAYOUTS = {range(12, 17): "v12"}
+
 
 @dataclass
 class Detected:
@@ -71,6 +79,34 @@ def _version_tuple(text: str) -> tuple[int, ...] | None:
     return tuple(int(g) if g is not None else 0 for g in m.groups())
 
 
+def _nvprof_layout(det: Detected) -> Detected:
+    """Pick the nvprof layout folder from the Version table (see NVPROF_LAYOUTS)."""
+    known = sorted(v for versions in NVPROF_LAYOUTS for v in versions)
+    oldest, newest = known[0], known[-1]
+    text = det.schema_version
+    version = int(text) if text is not None and text.strip().lstrip("-").isdigit() else None
+    for versions, folder in NVPROF_LAYOUTS.items():
+        if version in versions:
+            det.layout = f"nvprof/{folder}"
+            return det
+    if version is None:
+        det.layout = f"nvprof/{NVPROF_LAYOUTS[max(NVPROF_LAYOUTS, key=max)]}"
+        det.warnings.append(
+            f"nvprof database without a readable Version ({text!r}); read with the layout of "
+            f"Version {oldest}-{newest}, check the results")
+    elif version > newest:
+        det.layout = f"nvprof/{NVPROF_LAYOUTS[max(NVPROF_LAYOUTS, key=max)]}"
+        det.warnings.append(
+            f"nvprof database Version {version} is newer than the newest known {newest}; "
+            "read with the same layout, check the results")
+    else:
+        det.layout = f"nvprof/{NVPROF_LAYOUTS[min(NVPROF_LAYOUTS, key=min)]}"
+        det.warnings.append(
+            f"nvprof database Version {version} is older than the oldest known {oldest}; "
+            f"read with the layout of Version {oldest}, check the results")
+    return det
+
+
 def detect(path: str | os.PathLike) -> Detected:
     """Inspect `path` and say which adapter reads it. Raises InputError for anything
     that is not a readable profiler export, UnsupportedVersionError for unknown versions."""
@@ -112,8 +148,8 @@ def detect(path: str | os.PathLike) -> Detected:
         raise InputError(f"{path}: damaged or unreadable SQLite database ({exc})") from None
 
     if "StringTable" in tables and any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables):
-        return Detected(path, "nvprof", "nvprof", schema_version=nvprof_version,
-                        exporter_version=None, tables=tables)
+        return _nvprof_layout(Detected(path, "nvprof", "nvprof", schema_version=nvprof_version,
+                                       exporter_version=None, tables=tables))
 
     nsys_markers = ("StringIds", "NVTX_EVENTS", "ThreadNames", "TARGET_INFO_GPU",
                     "TARGET_INFO_CUDA_GPU", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME")

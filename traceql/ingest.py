@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 
 from . import __version__
+from .adapters import prepare as prepare_adapters
 from .detect import Detected, detect
 from .errors import InputError, TraceqlError, UnsupportedVersionError, WorkspaceError
 from .reader import stage
@@ -110,9 +111,6 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None) -> li
     if not paths:
         raise InputError("no input files given")
     detected = [detect(p) for p in paths]
-    for d in detected:
-        if d.source_format == "nvprof":
-            raise UnsupportedVersionError(f"{d.path}: nvprof database; reading nvprof files is not supported yet")
     if db.exists() and db.is_dir():
         raise WorkspaceError(f"{db}: is a directory, not a workspace file")
     parent = db.resolve().parent
@@ -167,6 +165,7 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
     try:
         report = stage(con, path, raw_ddl(det.layout), det.tables,
                        progress=(lambda t: progress(det.path, t)) if progress else None)
+        prepare_adapters(con, det.layout)
         for name in ADAPTER_FILES:
             con.execute(_adapter_sql(det.layout, name))
         _fill(con, trace_id)

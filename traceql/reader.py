@@ -92,6 +92,9 @@ def _arrow_column(values: list, duck_type: str) -> pa.Array:
             return pa.array([_coerce_int(v) for v in values], type=pa.int64())
     if duck_type == "DOUBLE":
         return pa.array([float(v) if isinstance(v, (int, float)) else None for v in values], type=pa.float64())
+    if duck_type == "BLOB":
+        return pa.array([v if v is None or isinstance(v, bytes) else str(v).encode() for v in values],
+                        type=pa.binary())
     try:
         return pa.array(values, type=pa.string())
     except (pa.ArrowException, TypeError):

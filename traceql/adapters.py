@@ -1,0 +1,85 @@
+"""What a layout's adapter SQL can use beyond the staged source tables.
+
+`prepare(con, layout)` runs after the source tables are staged in `raw` and before the
+adapter files of schemas/<format>/ run. It provides two kinds of temporary tables:
+
+- Data shipped with a format: every schemas/<format>/<stem>.csv becomes the temporary
+  table src_<stem> (nvprof's CUPTI callback-id tables cbid_runtime.csv and cbid_driver.csv
+  become src_cbid_runtime and src_cbid_driver). Lines starting with '#' are comments; the
+  first other line names the columns; a column whose values are all integers is BIGINT,
+  any other column text.
+- Demangled symbols: when schemas/<format>/demangle.sql exists, it is a SELECT of
+  (id, symbol) rows (e.g. the distinct kernel names of an nvprof file). Each symbol is
+  demangled once in Python (traceql.demangle, the C++ runtime's __cxa_demangle) into the
+  temporary table src_demangled(id, symbol, name, short_name). Demangling the distinct
+  names only keeps this cheap on million-kernel traces, which have few distinct names.
+
+Calling it again on the same connection (several files in one ingest) replaces the tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from functools import cache
+
+import duckdb
+import pyarrow as pa
+
+from . import demangle
+from .resources import read_schema, schema_exists, schema_file
+
+
+@cache
+def _data_tables(fmt: str) -> tuple[tuple[str, pa.Table], ...]:
+    folder = schema_file(fmt)
+    if not folder.is_dir():
+        return ()
+    out = []
+    for node in sorted(folder.iterdir(), key=lambda n: n.name):
+        if not (node.is_file() and node.name.endswith(".csv")):
+            continue
+        lines = [ln for ln in node.read_text(encoding="utf-8").splitlines() if ln and not ln.startswith("#")]
+        rows = list(csv.reader(io.StringIO("\n".join(lines))))
+        header, body = rows[0], rows[1:]
+        arrays = []
+        for i, _ in enumerate(header):
+            values = [r[i] if i < len(r) else None for r in body]
+            if all(v is not None and v.lstrip("-").isdigit() for v in values):
+                arrays.append(pa.array([int(v) for v in values], type=pa.int64()))
+            else:
+                arrays.append(pa.array(values, type=pa.string()))
+        out.append((f"src_{node.name[:-4]}", pa.Table.from_arrays(arrays, names=header)))
+    return tuple(out)
+
+
+def _create_temp(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
+    con.register("_traceql_data", data)
+    try:
+        quoted = '"' + table.replace('"', '""') + '"'
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {quoted} AS SELECT * FROM _traceql_data")
+    finally:
+        con.unregister("_traceql_data")
+
+
+def _demangled(con: duckdb.DuckDBPyConnection, fmt: str) -> pa.Table:
+    ids, symbols, names, shorts = [], [], [], []
+    if schema_exists(f"{fmt}/demangle.sql"):
+        for ident, symbol in con.execute(read_schema(f"{fmt}/demangle.sql")).fetchall():
+            name = None if symbol is None else demangle.demangle(symbol)
+            ids.append(ident)
+            symbols.append(symbol)
+            names.append(name)
+            shorts.append(None if name is None else demangle.short_name(name))
+    return pa.Table.from_arrays(
+        [pa.array(ids, type=pa.int64()), pa.array(symbols, type=pa.string()),
+         pa.array(names, type=pa.string()), pa.array(shorts, type=pa.string())],
+        names=["id", "symbol", "name", "short_name"])
+
+
+def prepare(con: duckdb.DuckDBPyConnection, layout: str) -> None:
+    """Create the data and demangled-name tables that `layout`'s adapters read."""
+    fmt = layout.split("/")[0]
+    for table, data in _data_tables(fmt):
+        _create_temp(con, table, data)
+    _create_temp(con, "src_demangled", _demangled(con, fmt))
