@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import sys
 import time
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
@@ -83,6 +84,24 @@ def _adapter_sql(layout: str, name: str) -> str:
     raise RuntimeError(f"no adapter file {name}.sql for layout {layout}")
 
 
+class _TimedConnection:
+    """With TRACEQL_TIMING=1: a connection that prints each statement's wall time to stderr."""
+
+    def __init__(self, con):
+        self._con = con
+
+    def execute(self, sql, *args):
+        started = time.perf_counter()
+        try:
+            return self._con.execute(sql, *args)
+        finally:
+            head = " ".join(sql.split())[:90]
+            print(f"[traceql timing] {time.perf_counter() - started:8.3f} s  {head}", file=sys.stderr)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
 @contextlib.contextmanager
 def workspace_lock(db: Path):
     """An exclusive lock on the workspace for the duration of one ingest."""
@@ -127,6 +146,8 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None) -> li
             if db.exists():
                 shutil.copyfile(db, tmp)
             con = duckdb.connect(str(tmp))
+            if os.environ.get("TRACEQL_TIMING"):
+                con = _TimedConnection(con)
             try:
                 configure(con, tmpdir)
                 create_contract(con)

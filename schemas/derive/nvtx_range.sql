@@ -31,7 +31,7 @@ running AS (
                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - 1 AS depth
     FROM events
 ),
-pushes AS (
+pushes AS MATERIALIZED (
     SELECT range_id, pid, tid, o, CAST(depth AS INTEGER) AS depth FROM running WHERE delta = 1
 ),
 parented AS (
@@ -41,7 +41,7 @@ parented AS (
       ON p.pid = c.pid AND p.tid = c.tid
      AND p.depth = c.depth - 1 AND c.o > p.o
 ),
-tree AS (
+tree AS MATERIALIZED (
     SELECT s.*, coalesce(pa.depth, 0) AS depth, pa.parent_range_id
     FROM raw.nvtx_stage s
     LEFT JOIN parented pa ON pa.range_id = s.range_id

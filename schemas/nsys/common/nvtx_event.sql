@@ -2,7 +2,7 @@
 -- (textId into StringIds); domain names come from the per-process eventType 75 rows.
 -- eventType: 34 mark, 59 push/pop, 60 start/end, 70/71 the same two imported from NVTXT files.
 CREATE OR REPLACE TEMP VIEW src_nvtx_event AS
-WITH ev AS (
+WITH ev AS MATERIALIZED (
     SELECT n.rowid AS src_row, n.start, n."end", n.eventType, n.category, n.color,
            coalesce(n.text, s.value) AS txt, n.globalTid, n.endGlobalTid, n.domainId,
            (n.globalTid >> 24) & 16777215 AS pid
