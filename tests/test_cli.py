@@ -19,7 +19,7 @@ def traceql(*args, cwd=None, env=None):
 
 
 def test_ingest_info_sql_export(tmp_path):
-    src = trace_file(SAXPY)
+    src = trace_file(SAXPY).resolve()
     db = tmp_path / "ws.duckdb"
     proc = traceql("--db", str(db), "ingest", str(src))
     assert proc.returncode == 0, proc.stderr
