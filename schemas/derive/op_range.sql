@@ -1,76 +1,61 @@
 -- derived_op_range: which NVTX ranges enclose the launching call of each GPU operation of the
 -- trace being ingested (getvariable('trace_id')). Near-linear, no interval join of all ranges
--- against all calls:
+-- against all calls, no recursion:
 --
 -- push/pop ranges, rule 'thread': a call belongs to the ranges of its own thread whose interval
---   holds the whole call. Ranges nest (nvtx_range.depth/parent_range_id), so for each call take
---   the last range its thread pushed at or before the call started (an ASOF join; range ids follow
---   each thread's push order), then walk up the parent chain to the first range that is still
---   open when the call ends: that is the innermost one, and its ancestors are the outer levels.
+--   holds the whole call. Push/pop ranges form a stack, so at each depth k the only range that
+--   can hold a call is the one pushed last at depth k before the call started (any later push at
+--   that depth would have popped it). One ASOF join of (call, k) pairs, k = 0 .. the thread's
+--   deepest level, against the pushes finds that range per level; it holds the call when it
+--   ends at or after the call's end. (Several ranges at one depth, thread and start time are
+--   zero-length ranges that hold no call of positive length.)
 -- start/end ranges may overlap, so each is matched by containment on its thread (rule 'thread'),
 --   or, when it ended on another thread, on any thread of its process (rule 'process').
--- Unclosed ranges stay open to the end of the trace.
+-- Unclosed ranges stay open to the end of the trace. The innermost range of an operation is the
+-- enclosing range that started last (then the deeper one).
 CREATE OR REPLACE TEMP VIEW derived_op_range AS
-WITH RECURSIVE calls AS (
+WITH calls AS (
     SELECT l.op_id, l.op_kind, l.pid, l.tid, l.api_ts AS a_ts, l.api_ts + l.api_dur AS a_end
     FROM launch l
     WHERE l.trace_id = getvariable('trace_id') AND l.api_id IS NOT NULL
 ),
-pp AS (
-    SELECT range_id, pid, tid, ts, coalesce(ts + dur, 9223372036854775807) AS r_end,
-           parent_range_id, depth
+pp AS MATERIALIZED (
+    SELECT range_id, pid, tid, depth, ts, coalesce(ts + dur, 9223372036854775807) AS r_end
     FROM nvtx_range
     WHERE trace_id = getvariable('trace_id') AND style = 'push/pop'
 ),
-last_push AS (
-    -- per thread and start time, the range pushed last (the deepest one when several start together)
-    SELECT pid, tid, ts, max(range_id) AS range_id FROM pp GROUP BY pid, tid, ts
-),
-candidate AS (
-    SELECT c.op_id, c.op_kind, c.a_end, lp.range_id
+levels AS (
+    SELECT c.op_id, c.op_kind, c.pid, c.tid, c.a_ts, c.a_end, unnest(range(0, t.max_depth + 1)) AS depth
     FROM calls c
-    ASOF JOIN last_push lp ON lp.pid = c.pid AND lp.tid = c.tid AND c.a_ts >= lp.ts
-),
-walk AS (
-    SELECT op_id, op_kind, a_end, range_id FROM candidate
-    UNION ALL
-    SELECT w.op_id, w.op_kind, w.a_end, p.parent_range_id
-    FROM walk w JOIN pp p ON p.range_id = w.range_id
-    WHERE p.r_end < w.a_end AND p.parent_range_id IS NOT NULL
-),
-innermost AS (
-    SELECT w.op_id, w.op_kind, w.range_id
-    FROM walk w JOIN pp p ON p.range_id = w.range_id
-    WHERE p.r_end >= w.a_end
+    JOIN (SELECT pid, tid, max(depth) AS max_depth FROM pp GROUP BY pid, tid) t
+      ON t.pid = c.pid AND t.tid = c.tid
 ),
 stack AS (
-    SELECT op_id, op_kind, range_id FROM innermost
-    UNION ALL
-    SELECT s.op_id, s.op_kind, p.parent_range_id
-    FROM stack s JOIN pp p ON p.range_id = s.range_id
-    WHERE p.parent_range_id IS NOT NULL
+    SELECT l.op_id, l.op_kind, p.range_id, p.depth, p.ts, 'thread' AS attribution
+    FROM levels l
+    ASOF JOIN pp p ON p.pid = l.pid AND p.tid = l.tid AND p.depth = l.depth AND l.a_ts >= p.ts
+    WHERE p.r_end >= l.a_end
 ),
 se AS (
-    SELECT range_id, pid, tid, end_tid, ts, coalesce(ts + dur, 9223372036854775807) AS r_end, depth
+    SELECT range_id, pid, tid, end_tid, depth, ts, coalesce(ts + dur, 9223372036854775807) AS r_end
     FROM nvtx_range
     WHERE trace_id = getvariable('trace_id') AND style = 'start/end'
 ),
 se_pairs AS (
-    SELECT c.op_id, c.op_kind, se.range_id, 'thread' AS attribution
+    SELECT c.op_id, c.op_kind, se.range_id, se.depth, se.ts, 'thread' AS attribution
     FROM calls c JOIN se ON se.pid = c.pid AND se.tid = c.tid
     WHERE se.end_tid IS NULL AND se.ts <= c.a_ts AND se.r_end >= c.a_end
     UNION ALL
-    SELECT c.op_id, c.op_kind, se.range_id, 'process'
+    SELECT c.op_id, c.op_kind, se.range_id, se.depth, se.ts, 'process'
     FROM calls c JOIN se ON se.pid = c.pid
     WHERE se.end_tid IS NOT NULL AND se.ts <= c.a_ts AND se.r_end >= c.a_end
 ),
 pairs AS (
-    SELECT op_id, op_kind, range_id, 'thread' AS attribution FROM stack
+    SELECT * FROM stack
     UNION ALL
     SELECT * FROM se_pairs
 )
-SELECT getvariable('trace_id')::INTEGER AS trace_id, p.op_id, p.op_kind, p.range_id, r.depth,
-       row_number() OVER (PARTITION BY p.op_id ORDER BY r.ts DESC, p.range_id DESC) = 1 AS is_innermost,
-       p.attribution
-FROM pairs p
-JOIN nvtx_range r ON r.trace_id = getvariable('trace_id') AND r.range_id = p.range_id;
+SELECT getvariable('trace_id')::INTEGER AS trace_id, op_id, op_kind, range_id, depth,
+       row_number() OVER (PARTITION BY op_id ORDER BY ts DESC, range_id DESC) = 1 AS is_innermost,
+       attribution
+FROM pairs;
