@@ -1,15 +1,24 @@
 -- range: NVTX ranges grouped by name (or nesting path) with their CPU time and the GPU work launched inside them, plus an '[unattributed]' row for GPU work launched outside every range.
+-- input: nvtx_range
 -- param trace_id: only this trace (NULL: every trace in the workspace)
+-- param per_trace: true to give each trace its own rows
 -- param group_by: 'name' to group range instances by name, 'path' by their full nesting path
 -- param max_depth: keep only ranges whose depth is below this, so paths have at most this many levels (NULL: all)
 -- param match: list of words; keep ranges whose name contains any of them, ignoring case (NULL: all ranges)
 -- param domain: keep only ranges of this NVTX domain ('' is the default domain; NULL: all)
+-- param filtered: true when a --where filter selects the ranges; like match and domain it leaves the '[unattributed]' row out
+-- column trace_id if per_trace: trace of the row (trace.trace_id)
+-- column name: range name (or nesting path with group_by 'path'); '[unattributed]' for GPU work launched outside every range
+-- column instances: range instances
+-- column cpu_total_ns: summed range durations on the CPU in ns (unclosed ranges left out)
+-- column cpu_avg_ns: mean range duration on the CPU in ns
+-- column gpu_kernel_ns: summed durations of the kernels launched inside each instance, at any depth, summed over instances
+-- column memcpy_ns: the same for copies
+-- column memset_ns: the same for memsets
+-- column gpu_busy_ns: per instance the union of those GPU intervals (overlap counted once), summed over instances
+-- column projected_ns: per instance from the first GPU start to the last GPU end, summed over instances
+-- column kernels: kernels launched inside the instances
 --
--- Columns: name; instances (range instances); cpu_total_ns and cpu_avg_ns (range durations on the
--- CPU, unclosed ranges left out); gpu_kernel_ns, memcpy_ns, memset_ns (summed GPU durations of the
--- work launched inside each instance, at any depth, then summed over instances); gpu_busy_ns (per
--- instance the union of those GPU intervals, summed over instances); projected_ns (per instance
--- from the first GPU start to the last GPU end, summed); kernels (kernel count).
 -- A kernel counts in every range of its stack, so rows of nested ranges overlap.
 WITH picked AS (
     SELECT r.*, CASE WHEN $group_by = 'path' THEN r.path ELSE r.name END AS label
@@ -18,9 +27,11 @@ WITH picked AS (
       AND ($max_depth IS NULL OR r.depth < $max_depth)
       AND ($domain IS NULL OR r.domain = $domain)
       AND ($match IS NULL OR len(list_filter($match, w -> contains(lower(r.name), lower(w)))) > 0)
+      AND /* where */ TRUE
 ),
 per_name AS (
     SELECT
+        CASE WHEN $per_trace THEN p.trace_id END AS trace_id,
         p.label AS name,
         count(*) AS instances,
         sum(p.dur) AS cpu_total_ns,
@@ -33,7 +44,7 @@ per_name AS (
         coalesce(sum(g.kernels), 0) AS kernels
     FROM picked p
     LEFT JOIN range_gpu g ON g.trace_id = p.trace_id AND g.range_id = p.range_id
-    GROUP BY p.label
+    GROUP BY 1, 2
 ),
 outside AS (
     SELECT o.*
@@ -43,6 +54,7 @@ outside AS (
 ),
 unattributed AS (
     SELECT
+        CASE WHEN $per_trace THEN trace_id END AS trace_id,
         '[unattributed]' AS name,
         CAST(NULL AS BIGINT) AS instances,
         CAST(NULL AS HUGEINT) AS cpu_total_ns,
@@ -54,12 +66,12 @@ unattributed AS (
         CAST(NULL AS HUGEINT) AS projected_ns,
         count(*) FILTER (WHERE op_kind = 'kernel') AS kernels
     FROM outside
-    WHERE $match IS NULL AND $domain IS NULL
-    HAVING count(*) > 0
+    WHERE $match IS NULL AND $domain IS NULL AND NOT coalesce($filtered, false)
+    GROUP BY 1
 )
-SELECT name, instances, CAST(cpu_total_ns AS BIGINT) AS cpu_total_ns, cpu_avg_ns,
+SELECT trace_id, name, instances, CAST(cpu_total_ns AS BIGINT) AS cpu_total_ns, cpu_avg_ns,
        CAST(gpu_kernel_ns AS BIGINT) AS gpu_kernel_ns, CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
        CAST(memset_ns AS BIGINT) AS memset_ns, CAST(gpu_busy_ns AS BIGINT) AS gpu_busy_ns,
        CAST(projected_ns AS BIGINT) AS projected_ns, kernels
 FROM (SELECT * FROM per_name UNION ALL SELECT * FROM unattributed)
-ORDER BY cpu_total_ns DESC NULLS LAST, name;
+ORDER BY trace_id NULLS FIRST, cpu_total_ns DESC NULLS LAST, name;

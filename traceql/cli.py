@@ -11,7 +11,8 @@ import click
 from . import __version__
 from .errors import TraceqlError, UsageError
 from .ingest import ingest as ingest_files
-from .render import FORMATS, human_ns, humanize, render
+from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
+from .reports import REPORTS, report_query
 from .resources import contract_docs
 from .workspace import COUNTED, Workspace, default_db
 
@@ -122,8 +123,46 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, overwrite):
     click.echo(f"wrote {len(files)} files to {out_dir}")
 
 
-@cli.command()
-@click.option("--by", "by", type=click.Choice(["range"]), required=True, help="What to report on.")
+REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one row per group.
+
+\b
+--by kernel  kernels by name (--with-dims: and grid/block size), like nvprof's GPU activities
+--by api     CUDA runtime/driver API calls by name (no _vNNNN suffix), like nvprof's API calls
+--by memcpy  copies by direction, with bytes and throughput (GB/s = bytes per ns)
+--by memset  memsets by memory kind, with bytes and throughput
+--by gpu     kernels, copies and memsets together (nvprof's GPU activities)
+--by stream  GPU work per stream, with busy time (overlap counted once)
+--by device  GPU work per GPU, with busy time and its share of the trace span
+--by thread  API calls per CPU thread and the GPU work they launched
+--by launch  per kernel name: launch call time, queue delay, kernel time
+--by range   NVTX ranges: CPU time and the GPU work launched inside them
+
+Time statistics follow nsys stats: calls, total_ns, pct, avg_ns, med_ns, min_ns, max_ns,
+stddev_ns (sample standard deviation, n - 1). pct is the row's share of the summed time of
+all rows of the report (after --where; per trace with --per-trace), never of wall time; the
+table header says which sum. `traceql reports NAME` documents every column. Machine formats
+give times in ns; tables show readable units, or --unit.
+"""
+
+
+@cli.command(help=REPORT_HELP)
+@click.option("--by", "by", type=click.Choice(list(REPORTS)), required=True, help="What to report on.")
+@click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
+@click.option("--per-trace", is_flag=True, help="Split rows by trace (a trace_id column; % and --limit per trace).")
+@click.option("--where", "where", default=None, metavar="EXPR",
+              help="Keep input rows matching this SQL boolean expression over the report's input view "
+                   "(kernel, api_call, memcpy, memset, gpu_op, nvtx_range; see `traceql schema VIEW`), "
+                   "e.g. \"name LIKE '%gemm%' AND dur > 10000\".")
+@click.option("--sort", default=None, metavar="COLUMN[:asc|:desc]",
+              help="Order by this column of the report (numbers descending, text ascending by default).")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows (per trace with --per-trace).")
+@click.option("-c", "--columns", default=None, metavar="COL,COL", help="Only these columns, in this order.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
+              help="table for people (readable time units); csv, tsv, json, markdown, parquet for machines (ns).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@click.option("--unit", type=click.Choice(list(UNITS)), default=None,
+              help="Times in this unit in --format table or markdown (default: table picks a readable unit).")
+@click.option("--with-dims", is_flag=True, help="kernel: group by grid and block size too.")
 @click.option("--group", "group_by", type=click.Choice(["name", "path"]), default="name", show_default=True,
               help="range: group instances by range name or by full nesting path.")
 @click.option("--depth", "max_depth", type=click.IntRange(min=1), default=None,
@@ -131,26 +170,81 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, overwrite):
 @click.option("--match", "match", multiple=True, metavar="WORD",
               help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
 @click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
-@click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
-              help="table for people (readable time units); csv, tsv, json, markdown, parquet for machines (ns).")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
-@click.pass_obj
-def report(obj: Context, by, group_by, max_depth, match, domain, trace_id, limit, fmt, output):
-    """Summaries from the query library.
-
-    --by range: one row per NVTX range name (or path): instances, CPU time, and the GPU
-    kernel, memcpy and memset time of the work launched inside the ranges, with busy time
-    (overlap counted once) and GPU projection. Times in ns in machine formats.
-    """
+@click.pass_context
+def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
+           max_depth, match, domain):
+    for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range"),
+                                 ("--depth", "max_depth", "range"), ("--match", "match", "range"),
+                                 ("--domain", "domain", "range")):
+        if by != owner and ctx.get_parameter_source(param) != click.core.ParameterSource.DEFAULT:
+            raise UsageError(f"{option} applies to --by {owner} only")
+    check_unit(unit, fmt)
+    params = {"with_dims": with_dims} if by == "kernel" else {}
+    if by == "range":
+        params = {"group_by": group_by, "max_depth": max_depth, "match": list(match) or None, "domain": domain}
+    obj: Context = ctx.obj
     with obj.open() as ws:
-        table = ws.report(by, trace_id=trace_id, group_by=group_by, max_depth=max_depth,
-                          match=list(match) or None, domain=domain, limit=limit)
-    emit(table, fmt, output)
+        table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,
+                          columns=columns, **params)
+    emit(table, fmt, output, unit=unit, labels=report_query(by).labels)
 
 
-def emit(table, fmt, output):
+@cli.command()
+@click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
+@click.option("--per-trace", is_flag=True, help="One overview per trace instead of all traces together.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows per section (and trace).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
+              help="table: nvprof's layout for people; csv, tsv, parquet: the rows with a section column; "
+                   "json: traces, GPUs and rows; markdown: the layout as markdown tables.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@click.option("--unit", type=click.Choice(list(UNITS)), default=None,
+              help="Times in this unit in --format table or markdown (default: nvprof's 5 significant digits).")
+@click.pass_obj
+def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit):
+    """An nvprof-style overview: each trace's span, its GPUs and their busy share of the span,
+    then "GPU activities" (kernels by name, copies by direction, memsets) and "API calls",
+    with Time(%), Time, Calls, Avg, Min, Max, Name.
+
+    Time(%) is the share of the summed time of the section (all GPU activities, or all API
+    calls), not of wall time. Busy is the time a GPU ran at least one operation (overlapping
+    streams counted once), as a share of the trace span (first to last event of any kind).
+    Machine formats carry the nsys stats columns: section, name, calls, total_ns, pct,
+    avg_ns, med_ns, min_ns, max_ns, stddev_ns (sample standard deviation, n - 1).
+    """
+    check_unit(unit, fmt)
+    with obj.open() as ws:
+        result = ws.summary(trace_id=trace_id, per_trace=per_trace, limit=limit)
+    if fmt == "parquet":
+        emit(result.rows, fmt, output)
+    elif output is None:
+        render_summary(result, fmt, unit=unit)
+    else:
+        with open(output, "w", encoding="utf-8", newline="") as fh:
+            render_summary(result, fmt, fh, unit=unit)
+
+
+@cli.command("reports")
+@click.argument("name", required=False)
+def reports_cmd(name):
+    """Describe the reports of `traceql report --by NAME`: input view, parameters, columns."""
+    names = list(REPORTS) if name is None else [name]
+    for n in names:
+        q = report_query(n)
+        click.echo(f"{n}: {q.description}")
+        click.echo(f"  input view (--where): {q.input}")
+        width = max(len(c.name) for c in q.columns.values())
+        for c in q.columns.values():
+            cond = f" [with {c.when}]" if c.when else ""
+            click.echo(f"  {c.name:<{width}}  {c.doc}{cond}")
+        click.echo("")
+
+
+def check_unit(unit, fmt) -> None:
+    if unit is not None and fmt not in ("table", "markdown"):
+        raise UsageError(f"--unit applies to --format table and markdown; {fmt} gives times in ns")
+
+
+def emit(table, fmt, output, unit=None, labels=None):
     if fmt == "parquet":
         if output is None:
             raise UsageError("--format parquet needs -o FILE")
@@ -158,8 +252,8 @@ def emit(table, fmt, output):
 
         pq.write_table(table, output)
         return
-    if fmt == "table":
-        table = humanize(table)
+    if fmt == "table" or (fmt == "markdown" and unit is not None):
+        table = humanize(table, unit=unit, labels=labels if fmt == "table" else None)
     if output is None:
         render(table, fmt)
     else:

@@ -3,9 +3,15 @@ name. The header comment gives a one-line description and the parameters:
 
     -- NAME: description
     -- param NAME: description
+    -- input: VIEW                    (reports: the contract view --where filters)
+    -- column NAME: description       (each output column; 'column NAME if PARAM:' when the
+                                       column is shown only when PARAM is true)
+    -- label NAME: header             (the column's header in tables for people)
     SELECT ... $NAME ...
 
-Parameters are bound by DuckDB ($name placeholders), never pasted into the SQL."""
+Parameters are bound by DuckDB ($name placeholders), never pasted into the SQL. The one
+exception is a report's `--where` filter, checked and rebuilt by traceql.where before it
+replaces the query's `/* where */ TRUE` marker."""
 
 from __future__ import annotations
 
@@ -18,6 +24,16 @@ from .errors import UsageError
 
 _HEAD = re.compile(r"^--\s*([\w-]+):\s*(.+)$")
 _PARAM = re.compile(r"^--\s*param\s+(\w+):\s*(.+)$")
+_INPUT = re.compile(r"^--\s*input:\s*(\w+)\s*$")
+_COLUMN = re.compile(r"^--\s*column\s+(\w+)(?:\s+if\s+(\w+))?:\s*(.+)$")
+_LABEL = re.compile(r"^--\s*label\s+(\w+):\s*(.+)$")
+
+
+@dataclass
+class Column:
+    name: str
+    doc: str
+    when: str | None = None  # shown only when this parameter is true
 
 
 @dataclass
@@ -26,6 +42,9 @@ class Query:
     description: str
     sql: str
     params: dict[str, str] = field(default_factory=dict)
+    input: str | None = None  # the contract view a --where filter runs over
+    columns: dict[str, Column] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @cache
@@ -41,7 +60,12 @@ def library() -> dict[str, Query]:
         if not head or head.group(1) != name:
             raise RuntimeError(f"queries/{entry.name} must start with '-- {name}: <description>'")
         params = {m.group(1): m.group(2).strip() for m in map(_PARAM.match, lines) if m}
-        out[name] = Query(name, head.group(2).strip(), text, params)
+        inputs = [m.group(1) for m in map(_INPUT.match, lines) if m]
+        columns = {m.group(1): Column(m.group(1), m.group(3).strip(), m.group(2))
+                   for m in map(_COLUMN.match, lines) if m}
+        labels = {m.group(1): m.group(2).strip() for m in map(_LABEL.match, lines) if m}
+        out[name] = Query(name, head.group(2).strip(), text, params, inputs[0] if inputs else None,
+                          columns, labels)
     return out
 
 

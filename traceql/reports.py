@@ -1,25 +1,175 @@
-"""Reports: named views of the query library with the options `traceql report` offers."""
+"""Reports: named queries of the library (queries/<name>.sql) with the options every report
+shares: one trace or all, rows per trace, a --where filter over the report's input view,
+sorting, a row limit and column selection. `traceql summary` (nvprof's overview) is here too.
+
+Everything returns Arrow tables; the CLI only prints them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from . import library
 from .errors import UsageError
+from .resources import contract_docs
+from .where import compile_where, splice
 
-# report name -> (query file, default parameters)
+# report name -> (query file, default parameters). Every query declares trace_id and per_trace.
 REPORTS = {
+    "kernel": ("kernel", {"with_dims": False}),
+    "api": ("api", {}),
+    "memcpy": ("memcpy", {}),
+    "memset": ("memset", {}),
+    "gpu": ("gpu", {}),
+    "stream": ("stream", {}),
+    "device": ("device", {}),
+    "thread": ("thread", {}),
+    "launch": ("launch", {}),
     "range": ("range", {"group_by": "name"}),
 }
 
 
-def run_report(ws, by: str, limit: int | None = None, **params) -> pa.Table:
+def report_query(by: str) -> library.Query:
     if by not in REPORTS:
         raise UsageError(f"--by {by}: no such report; reports: {', '.join(REPORTS)}")
-    query, defaults = REPORTS[by]
+    return library.get(REPORTS[by][0])
+
+
+def report_columns(by: str, **params) -> list[str]:
+    """The columns report BY shows with these parameters, in order."""
+    q = report_query(by)
+    values = {**REPORTS[by][1], **params}
+    return [c.name for c in q.columns.values() if c.when is None or values.get(c.when)]
+
+
+def input_columns(view: str) -> list[str]:
+    return [c.name for c in contract_docs()[view].columns]
+
+
+def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False, where: str | None = None,
+               sort: str | None = None, limit: int | None = None, columns=None, **params) -> pa.Table:
+    """Report BY as an Arrow table.
+
+    trace_id: only that trace. per_trace: rows split by trace (a trace_id column first;
+    percentages within the trace; limit counts per trace). where: a SQL boolean expression
+    over the report's input view (see traceql.where). sort: a column of the report,
+    optionally ':asc' or ':desc' (default: descending for numbers, ascending for text);
+    ties keep the report's own order. columns: the columns to keep, in this order.
+    Other keyword arguments are the query's parameters (e.g. with_dims for kernel)."""
+    q = report_query(by)
+    _, defaults = REPORTS[by]
     values = {**defaults, **{k: v for k, v in params.items() if v is not None}}
     if "match" in values and not values["match"]:
         values.pop("match")
-    table = ws.query(query, **values)
+    values["trace_id"] = trace_id
+    values["per_trace"] = bool(per_trace)
+    if where is not None and "filtered" in q.params:
+        values["filtered"] = True
+    bound = library.bind(q, values)
+
+    sql = q.sql
+    if where is not None:
+        fragment, where_params = compile_where(where, input_columns(q.input), q.input)
+        sql = splice(sql, fragment)
+        bound.update(where_params)
+    try:
+        table = ws.sql(sql, bound)
+    except UsageError as exc:
+        if where is None:
+            raise
+        raise UsageError(f"--where {where!r}: {exc}") from None
+
+    shown = [c.name for c in q.columns.values() if c.when is None or values.get(c.when)]
+    missing = set(shown) - set(table.column_names)
+    if missing:  # the query and its documentation disagree: a bug, not a usage error
+        raise RuntimeError(f"queries/{q.name}.sql: documented columns missing from its result: {sorted(missing)}")
+    table = table.select(shown)
+    table = order_and_limit(table, sort, limit, per_trace)
+    return select_columns(table, columns)
+
+
+def order_and_limit(table: pa.Table, sort: str | None, limit: int | None, per_trace: bool) -> pa.Table:
+    if sort is not None:
+        column, _, direction = sort.partition(":")
+        if column not in table.column_names:
+            raise UsageError(f"--sort {sort}: no column {column!r} in this report; "
+                             f"columns: {', '.join(table.column_names)}")
+        if direction not in ("", "asc", "desc"):
+            raise UsageError(f"--sort {sort}: the direction after ':' is 'asc' or 'desc'")
+        if not direction:
+            kind = table.schema.field(column).type
+            direction = "asc" if pa.types.is_string(kind) or pa.types.is_large_string(kind) else "desc"
+        keys = [(column, "ascending" if direction == "asc" else "descending")]
+        if per_trace:
+            keys.insert(0, ("trace_id", "ascending"))
+        # a stable sort: ties keep the report's own order
+        table = table.take(pc.sort_indices(table, sort_keys=keys))
     if limit is not None:
-        table = table.slice(0, limit)
+        if per_trace and "trace_id" in table.column_names:
+            seen: dict = {}
+            keep = []
+            for i, t in enumerate(table.column("trace_id").to_pylist()):
+                seen[t] = seen.get(t, 0) + 1
+                if seen[t] <= limit:
+                    keep.append(i)
+            table = table.take(pa.array(keep, pa.int64()))
+        else:
+            table = table.slice(0, limit)
     return table
+
+
+def select_columns(table: pa.Table, columns) -> pa.Table:
+    if not columns:
+        return table
+    if isinstance(columns, str):
+        columns = [c.strip() for c in columns.split(",") if c.strip()]
+    unknown = [c for c in columns if c not in table.column_names]
+    if unknown:
+        raise UsageError(f"-c {','.join(columns)}: no column {unknown[0]!r} in this report; "
+                         f"columns: {', '.join(table.column_names)}")
+    return table.select(list(columns))
+
+
+# ------------------------------------------------------------------------------ summary
+
+SECTIONS = (("GPU activities", "gpu"), ("API calls", "api"))
+SUMMARY_COLUMNS = ["section", "name", "calls", "total_ns", "pct", "avg_ns", "med_ns", "min_ns", "max_ns",
+                   "stddev_ns"]
+
+
+@dataclass
+class Summary:
+    """What `traceql summary` prints.
+
+    traces: one row per trace shown (trace_id, path, source_format, exporter_version,
+      span_ns, start_ts, end_ts).
+    gpus: one row per GPU of those traces with its busy time and share of the trace span
+      (queries/gpu_busy.sql).
+    rows: the "GPU activities" (kernels by name, copies by direction, memsets) and "API calls"
+      sections with nsys-stats columns: section, name, calls, total_ns, pct, avg_ns, med_ns,
+      min_ns, max_ns, stddev_ns (and trace_id first with per_trace). pct is the share of the
+      summed time of the row's section (per trace with per_trace), not of wall time."""
+
+    traces: pa.Table
+    gpus: pa.Table
+    rows: pa.Table
+    per_trace: bool
+
+
+def summary(ws, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None) -> Summary:
+    """nvprof's overview: GPU activities and API calls; limit: rows per section (and trace)."""
+    parts = []
+    for section, by in SECTIONS:
+        table = run_report(ws, by, trace_id=trace_id, per_trace=per_trace, limit=limit)
+        keep = (["trace_id"] if per_trace else []) + SUMMARY_COLUMNS[1:]
+        table = table.select(keep)
+        table = table.add_column(1 if per_trace else 0, "section", pa.array([section] * table.num_rows, pa.string()))
+        parts.append(table)
+    rows = pa.concat_tables(parts)
+    if per_trace:  # each trace's sections together
+        rows = rows.take(pc.sort_indices(rows, sort_keys=[("trace_id", "ascending")]))
+    traces = ws.query("traces", trace_id=trace_id)
+    gpus = ws.query("gpu_busy", trace_id=trace_id)
+    return Summary(traces, gpus, rows, per_trace)

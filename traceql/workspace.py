@@ -75,11 +75,20 @@ class Workspace:
         return self.sql(q.sql, queries.bind(q, params))
 
     def report(self, by: str, trace_id: int | None = None, **params) -> pa.Table:
-        """What `traceql report --by BY` prints, as an Arrow table."""
+        """What `traceql report --by BY` prints, as an Arrow table. Options shared by every
+        report: trace_id, per_trace, where, sort, limit, columns (see reports.run_report);
+        other keywords are the report query's parameters (with_dims, group_by, ...)."""
         from .reports import run_report
 
         self.check_trace(trace_id)
         return run_report(self, by, trace_id=trace_id, **params)
+
+    def summary(self, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None):
+        """What `traceql summary` prints: a reports.Summary (traces, gpus and rows, Arrow tables)."""
+        from .reports import summary
+
+        self.check_trace(trace_id)
+        return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit)
 
     def traces(self) -> pa.Table:
         return self.sql("SELECT * FROM trace ORDER BY trace_id")

@@ -1,0 +1,39 @@
+-- gpu_busy: every GPU of each trace (from the device view, idle ones too) with the time it ran at least one operation and that time's share of the trace span; the header of `traceql summary`.
+-- param trace_id: only this trace (NULL: every trace in the workspace)
+-- column trace_id: trace (trace.trace_id)
+-- column device_id: GPU (device.device_id)
+-- column device: GPU name (device.name)
+-- column ops: GPU operations (kernels, copies, memsets) the GPU ran
+-- column busy_ns: union of those operations' intervals in ns (overlapping streams counted once); 0 for an idle GPU
+-- column span_ns: the trace's time span in ns (trace.duration: first to last event of any kind)
+-- column busy_pct: busy_ns as a percentage of span_ns (the trace span)
+WITH ops AS (
+    SELECT trace_id, device_id, ts, dur,
+           max(ts + dur) OVER (PARTITION BY trace_id, device_id ORDER BY ts, dur
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
+    FROM gpu_op
+    WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+),
+busy AS (
+    SELECT trace_id, device_id, count(*) AS ops,
+           sum(greatest(0, ts + dur - greatest(ts, coalesce(covered_until, ts)))) AS busy_ns
+    FROM ops
+    GROUP BY 1, 2
+),
+gpus AS (
+    SELECT trace_id, device_id, name FROM device WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+    UNION
+    -- operations on a device id that the device view lacks still count
+    SELECT trace_id, device_id, NULL FROM busy
+    WHERE NOT EXISTS (SELECT 1 FROM device d WHERE d.trace_id = busy.trace_id AND d.device_id IS NOT DISTINCT FROM busy.device_id)
+)
+SELECT
+    g.trace_id, g.device_id, g.name AS device,
+    coalesce(b.ops, 0) AS ops,
+    CAST(coalesce(b.busy_ns, 0) AS BIGINT) AS busy_ns,
+    t.duration AS span_ns,
+    100.0 * coalesce(b.busy_ns, 0) / nullif(t.duration, 0) AS busy_pct
+FROM gpus g
+JOIN trace t ON t.trace_id = g.trace_id
+LEFT JOIN busy b ON b.trace_id = g.trace_id AND b.device_id IS NOT DISTINCT FROM g.device_id
+ORDER BY g.trace_id, g.device_id NULLS LAST;
