@@ -151,3 +151,13 @@ def test_export_writes_every_view_with_all_rows(tmp_path, fmt):
         assert kernels_1.num_rows == 5 and set(kernels_1.column("trace_id").to_pylist()) == {1}
         with pytest.raises(traceql.UsageError, match="exists; use --overwrite"):
             ws.export(out, fmt)
+
+
+def test_nsys_and_nvprof_files_in_one_ingest(tmp_path):
+    files = [trace_file("nvprof-gpuml-titanv/timeline.nvvp"), trace_file(SAXPY),
+             trace_file("nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql")]
+    db = tmp_path / "ws.duckdb"
+    results = traceql.ingest(files, db=db)
+    assert [r.detected.layout for r in results] == ["nvprof/v12", "nsys/v2", "nvprof/v12"]
+    assert table_rows(db, "SELECT trace_id, count(*) AS n FROM kernel GROUP BY 1 ORDER BY 1") == [
+        {"trace_id": 1, "n": 38}, {"trace_id": 2, "n": 5}, {"trace_id": 3, "n": 284}]

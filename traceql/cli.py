@@ -62,9 +62,9 @@ def ingest(obj: Context, files):
         verb = "replaced" if r.replaced else "added"
         det = r.detected
         version = det.schema_version or "no schema version"
+        source = " ".join(filter(None, (det.source_format, det.exporter_version)))
         click.echo(f"{verb} trace {r.trace_id}: {r.path} "
-                   f"({det.source_format} {det.exporter_version or ''} schema {version}, "
-                   f"layout {det.layout}) in {r.seconds:.2f} s")
+                   f"({source} schema {version}, layout {det.layout}) in {r.seconds:.2f} s")
         click.echo("  " + ", ".join(f"{v} {r.counts[v]:,}" for v in COUNTED if v in r.counts))
         for w in r.warnings:
             click.echo(f"  warning: {w}")

@@ -55,6 +55,9 @@ def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path) -> None:
     con.execute(f"SET memory_limit = '{os.environ.get('TRACEQL_MEMORY_LIMIT', DEFAULT_MEMORY_LIMIT)}'")
     con.execute("SET temp_directory = ?", [str(temp_dir)])
     con.execute("SET preserve_insertion_order = false")
+    # DuckDB runs an ASOF join as a nested loop when it expects a small left side; its
+    # estimate is far off for the (call, level) pairs of op_range, which made that quadratic.
+    con.execute("SET asof_loop_join_threshold = 0")
 
 
 def create_contract(con: duckdb.DuckDBPyConnection) -> None:
@@ -182,6 +185,7 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
         replaced = False
     result = IngestResult(path, trace_id, replaced, det, warnings=list(det.warnings))
 
+    _drop_temp_objects(con)  # the previous file's adapter views and tables (another format may differ)
     con.execute("ATTACH ':memory:' AS raw")
     try:
         report = stage(con, path, raw_ddl(det.layout), det.tables,
@@ -201,6 +205,13 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
             f"SELECT count(*) FROM {table} WHERE trace_id = ?", [trace_id]).fetchone()[0]
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _drop_temp_objects(con) -> None:
+    for name, kind in con.execute(
+            "SELECT view_name, 'VIEW' FROM duckdb_views() WHERE temporary AND NOT internal "
+            "UNION ALL SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE temporary").fetchall():
+        con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')
 
 
 def _fill(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
