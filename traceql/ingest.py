@@ -37,7 +37,7 @@ ADAPTER_FILES = ("labels", "mem_kind", "kernel", "api_call", "memcpy", "memset",
 ID_TABLES = (("kernel", "kernel_id"), ("memcpy", "memcpy_id"), ("memset", "memset_id"),
              ("api_call", "api_id"))
 
-DEFAULT_MEMORY_LIMIT = "4GB"
+DEFAULT_MEMORY_LIMIT = "3GB"  # DuckDB buffer pool; spills beyond it (TRACEQL_MEMORY_LIMIT to change)
 
 
 @dataclass
