@@ -28,8 +28,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# Benchmarks (bench/run.py): generated S and M inputs by default, `make bench SIZES="S M ATTR"`
+# for 16 M NVTX ranges, add L (10 M kernels, several GB) on request. Installs nsys-ai from
+# PyPI into its own venv under bench/data/ (never into .venv), waits until the 1-minute load
+# average is below BENCH_LOAD (at most BENCH_WAIT s), writes bench/RESULTS.md.
+SIZES      ?= S M
+BENCH_LOAD ?= 1.5
+BENCH_WAIT ?= 1200
 bench: $(STAMP)
-	$(PY) bench/run.py
+	$(PY) bench/run.py --sizes $(SIZES) --setup-nsys-ai --wait-load $(BENCH_LOAD) --wait-max $(BENCH_WAIT) \
+	  --out bench/RESULTS.md --json bench/data/results.json
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
