@@ -78,12 +78,12 @@ def test_kernel_names_are_not_rich_markup(tmp_path):
 
 
 @pytest.mark.parametrize("args, code, message", [
-    (["sql", "SELECT nope FROM kernel"], 2, 'traceql: error: SQL: Binder Error: Referenced column "nope" not found'),
+    (["sql", "SELECT nope FROM kernel"], 2, "traceql: error: SQL: no column kernel.nope; columns of kernel: trace_id, "),
     (["sql", "SELECT 1 FROM kernel WHERE ts > AND"], 2,
-     "traceql: error: SQL: Parser Error: syntax error at or near \"AND\" (line 1, column 33)"),
-    (["sql", "DROP TABLE kernel"], 2, "traceql: error: SQL: Invalid Input Error: Cannot execute statement of type"),
+     "traceql: error: SQL: syntax error at or near \"AND\" (line 1, column 33)"),
+    (["sql", "DROP TABLE kernel"], 2, "traceql: error: SQL: DROP TABLE is not a query"),
     (["export", "-o", "x", "--trace", "99"], 2, "traceql: error: --trace 99: no such trace in"),
-    (["schema", "kernels"], 2, "traceql: error: no view 'kernels'; views: trace, device"),
+    (["schema", "kernels"], 2, "traceql: error: no view 'kernels'; did you mean kernel? views: trace, device"),
 ])
 def test_errors_are_one_line_with_exit_codes(tmp_path, args, code, message):
     db = tmp_path / "ws.duckdb"

@@ -8,38 +8,47 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from .errors import TraceqlError, UsageError
+from . import __version__, library
+from .errors import InputError, TraceqlError, UsageError
 from .ingest import ingest as ingest_files
 from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
 from .reports import REPORTS, report_query
 from .resources import contract_docs
+from .sqlcheck import closest, parse_params
 from .workspace import COUNTED, Workspace, default_db
 
 
 class Context:
-    def __init__(self, db: Path, debug: bool):
+    def __init__(self, db: Path, debug: bool, queries=()):
         self.db = db
         self.debug = debug
+        self.queries = tuple(queries)
 
-    def open(self) -> Workspace:
-        return Workspace(self.db)
+    def open(self, write: bool = False, queries=()) -> Workspace:
+        return Workspace(self.db, write=write, queries=self.queries + tuple(queries))
+
+
+QUERIES_HELP = ("A folder of your own queries (NAME.sql, same conventions as the built-in ones); "
+                "repeatable, added to $TRACEQL_QUERIES. A name already taken is an error.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", type=click.Path(path_type=Path), default=None,
               help="Workspace database file [default: $TRACEQL_DB or ./traceql.duckdb].")
+@click.option("--queries", "queries", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+              help=QUERIES_HELP)
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 @click.version_option(__version__, prog_name="traceql")
 @click.pass_context
-def cli(ctx, db, debug):
+def cli(ctx, db, queries, debug):
     """Analyze Nsight Systems and nvprof GPU profiler traces with SQL.
 
     Ingest SQLite exports into a DuckDB workspace, then query the normalized views
     (kernel, api_call, memcpy, memset, gpu_op, nvtx_range, nvtx_mark, thread, device,
-    trace, ingest_stats) with `traceql sql` or from Python with traceql.open().
+    trace, ingest_stats) with `traceql sql`, the query library (`traceql queries`,
+    `traceql query NAME`) or from Python with traceql.open().
     """
-    ctx.obj = Context(db if db is not None else default_db(), debug)
+    ctx.obj = Context(db if db is not None else default_db(), debug, queries)
 
 
 @cli.command()
@@ -97,15 +106,128 @@ def info(obj: Context, fmt):
             click.echo(f"  warning  {w}")
 
 
-@cli.command()
-@click.argument("query")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="table for people; csv, tsv, json, markdown for machines.")
+SQL_HELP = """Run SQL over the workspace and print the result.
+
+\b
+The SQL comes from the QUERY argument, from -f FILE, or from standard input
+(QUERY or FILE '-', or no QUERY with input piped in), e.g.
+  traceql sql "SELECT name, sum(dur) FROM kernel GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
+  traceql sql -f top.sql --param n=5          (top.sql: ... LIMIT $n)
+  traceql sql --dialect sqlite -f nsys_style.sql
+
+It is checked before it runs: a syntax error gives its line and column, an unknown view
+or column the closest names (`traceql schema` lists them all), and statements that are
+not queries (CREATE, DROP, INSERT, UPDATE, DELETE, ATTACH, COPY, EXPORT, PRAGMA, SET,
+INSTALL, LOAD, CALL, ...) are refused unless --write. Parameters ($name in the SQL) take
+their values from --param name=value: integers and decimal numbers are numbers, anything
+else text; DuckDB binds them, they never become part of the SQL text.
+"""
+
+
+@cli.command(help=SQL_HELP)
+@click.argument("query", required=False)
+@click.option("-f", "--file", "file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Read the SQL from this file ('-' for standard input).")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="Value of the $NAME placeholder (repeatable).")
+@click.option("--dialect", default="duckdb", show_default=True, metavar="DIALECT",
+              help="The SQL's dialect, translated to DuckDB: sqlite (as the nsys stats scripts are written: "
+                   "integer division, LIKE, date functions keep their SQLite meaning), postgres, mysql, spark, "
+                   "bigquery, snowflake, trino, tsql, ... (sqlglot's dialects).")
+@click.option("--write", is_flag=True,
+              help="Allow statements that change the workspace (CREATE, INSERT, DROP, ...) or write files "
+                   "(COPY, EXPORT): the workspace is opened read-write and the changes are saved in it. "
+                   "A later ingest keeps them, but they are yours to keep consistent.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
+              help="table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
 @click.pass_obj
-def sql(obj: Context, query, fmt):
-    """Run one SQL query over the workspace (read-only) and print the result."""
-    with obj.open() as ws:
-        render(ws.sql(query), fmt)
+def sql(obj: Context, query, file, params, dialect, write, fmt, output):
+    text = read_sql(query, file)
+    values = parse_params(params)
+    with obj.open(write=write) as ws:
+        table = ws.sql(text, values or None, dialect=dialect)
+    emit_raw(table, fmt, output)
+
+
+def read_sql(query: str | None, file: Path | None) -> str:
+    """The SQL of `traceql sql`: the argument, the file, or standard input."""
+    if query is not None and file is not None:
+        raise UsageError("give the SQL as an argument or with -f FILE, not both")
+    if file is not None and str(file) != "-":
+        try:
+            return file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"{file}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{file}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    if query is not None and query != "-":
+        return query
+    if query is None and file is None and sys.stdin.isatty():
+        raise UsageError("no SQL: give it as an argument, with -f FILE, or on standard input")
+    return sys.stdin.read()
+
+
+def emit_raw(table, fmt, output) -> None:
+    """Print or write a result as it is (no unit conversion): sql and query."""
+    if fmt == "parquet":
+        emit(table, fmt, output)
+    elif output is None:
+        render(table, fmt)
+    else:
+        with open(output, "w", encoding="utf-8", newline="") as fh:
+            render(table, fmt, fh)
+
+
+@cli.command("queries")
+@click.argument("name", required=False)
+@click.option("--queries", "queries", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+              help=QUERIES_HELP)
+@click.pass_obj
+def queries_cmd(obj: Context, name, queries):
+    """List the query library: each query's description and parameters; with NAME, also its SQL.
+
+    Built-in queries come with traceql (the reports use them); your own are the NAME.sql
+    files of --queries DIR folders and of $TRACEQL_QUERIES (folders separated by ':'), which
+    start with '-- NAME: description' and '-- param NAME: description' lines and use $NAME
+    placeholders. Run one with `traceql query NAME --param k=v`.
+    """
+    lib = library.collection(obj.queries + tuple(queries))
+    if name is not None and name not in lib:
+        raise UsageError(f"no query {name!r}; queries: {', '.join(lib)}")
+    for q in ([lib[name]] if name else lib.values()):
+        origin = f" [{q.origin}]" if q.origin else ""
+        click.echo(f"{q.name}: {q.description}{origin}")
+        for p, doc in q.params.items():
+            click.echo(f"  --param {p}: {doc}")
+        if name:
+            click.echo("")
+            click.echo(q.sql.rstrip())
+    if name is None:
+        click.echo("")
+        click.echo(f"{len(lib)} queries; `traceql queries NAME` shows one with its SQL, "
+                   "`traceql query NAME --param k=v` runs it")
+
+
+@cli.command("query")
+@click.argument("name")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="Value of the query's parameter NAME (repeatable); parameters not given are NULL.")
+@click.option("--queries", "queries", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+              help=QUERIES_HELP)
+@click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
+              help="table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@click.pass_obj
+def query_cmd(obj: Context, name, params, queries, fmt, output):
+    """Run a query of the library (see `traceql queries`) with --param values, e.g.
+
+    traceql query range --param group_by=path --param max_depth=2
+    """
+    values = parse_params(params)
+    with obj.open(queries=queries) as ws:
+        table = ws.query(name, **values)
+    emit_raw(table, fmt, output)
 
 
 @cli.command()
@@ -264,17 +386,20 @@ def emit(table, fmt, output, unit=None, labels=None):
 @cli.command()
 @click.argument("view", required=False)
 def schema(view):
-    """Describe the contract views and their columns."""
+    """Describe the contract views: every column with its DuckDB type and description."""
     docs = contract_docs()
     if view is not None and view not in docs:
-        raise UsageError(f"no view {view!r}; views: {', '.join(docs)}")
+        best = closest(view, list(docs))
+        hint = f"did you mean {best}? " if best else ""
+        raise UsageError(f"no view {view!r}; {hint}views: {', '.join(docs)}")
     for name, doc in docs.items():
         if view is not None and name != view:
             continue
         click.echo(f"{name}: {doc.doc}")
         width = max(len(c.name) for c in doc.columns)
+        type_width = max(len(c.type) for c in doc.columns)
         for c in doc.columns:
-            click.echo(f"  {c.name:<{width}}  {c.type:<9} {c.doc}")
+            click.echo(f"  {c.name:<{width}}  {c.type:<{type_width}}  {c.doc}")
         click.echo("")
 
 

@@ -11,16 +11,28 @@ name. The header comment gives a one-line description and the parameters:
 
 Parameters are bound by DuckDB ($name placeholders), never pasted into the SQL. The one
 exception is a report's `--where` filter, checked and rebuilt by traceql.where before it
-replaces the query's `/* where */ TRUE` marker."""
+replaces the query's `/* where */ TRUE` marker.
+
+A user's own folders of queries (`--queries DIR`, or $TRACEQL_QUERIES with folders
+separated by the path separator, ':' on Unix) follow the same conventions and join the
+library. A user query cannot take the name of a built-in query or of another user query:
+that is an error naming both files, never a silent replacement, so `traceql query kernel`
+and the reports always mean the documented built-ins. User queries run through the same
+checks as `traceql sql` (traceql.sqlcheck): read-only, names checked, parameters bound.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 from .errors import UsageError
+
+ENV = "TRACEQL_QUERIES"
 
 _HEAD = re.compile(r"^--\s*([\w-]+):\s*(.+)$")
 _PARAM = re.compile(r"^--\s*param\s+(\w+):\s*(.+)$")
@@ -45,32 +57,78 @@ class Query:
     input: str | None = None  # the contract view a --where filter runs over
     columns: dict[str, Column] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    origin: str | None = None  # None for a built-in query, else the path of the user's file
+
+
+def parse(name: str, text: str, origin: str | None = None) -> Query:
+    """A query file's text with its header parsed. Raises ValueError when the first line
+    is not '-- NAME: description'."""
+    lines = text.splitlines()
+    head = _HEAD.match(lines[0]) if lines else None
+    if not head or head.group(1) != name:
+        raise ValueError(f"must start with '-- {name}: <description>'")
+    params = {m.group(1): m.group(2).strip() for m in map(_PARAM.match, lines) if m}
+    inputs = [m.group(1) for m in map(_INPUT.match, lines) if m]
+    columns = {m.group(1): Column(m.group(1), m.group(3).strip(), m.group(2))
+               for m in map(_COLUMN.match, lines) if m}
+    labels = {m.group(1): m.group(2).strip() for m in map(_LABEL.match, lines) if m}
+    return Query(name, head.group(2).strip(), text, params, inputs[0] if inputs else None,
+                 columns, labels, origin)
 
 
 @cache
 def library() -> dict[str, Query]:
+    """The built-in queries (queries/*.sql shipped with traceql)."""
     out = {}
     for entry in sorted(resources.files("traceql.queries").iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".sql"):
             continue
-        text = entry.read_text(encoding="utf-8")
-        lines = text.splitlines()
-        head = _HEAD.match(lines[0]) if lines else None
         name = entry.name[:-4]
-        if not head or head.group(1) != name:
-            raise RuntimeError(f"queries/{entry.name} must start with '-- {name}: <description>'")
-        params = {m.group(1): m.group(2).strip() for m in map(_PARAM.match, lines) if m}
-        inputs = [m.group(1) for m in map(_INPUT.match, lines) if m]
-        columns = {m.group(1): Column(m.group(1), m.group(3).strip(), m.group(2))
-                   for m in map(_COLUMN.match, lines) if m}
-        labels = {m.group(1): m.group(2).strip() for m in map(_LABEL.match, lines) if m}
-        out[name] = Query(name, head.group(2).strip(), text, params, inputs[0] if inputs else None,
-                          columns, labels)
+        try:
+            out[name] = parse(name, entry.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise RuntimeError(f"queries/{entry.name} {exc}") from None
     return out
 
 
-def get(name: str) -> Query:
-    lib = library()
+def user_dirs(dirs=()) -> list[Path]:
+    """The user's query folders: $TRACEQL_QUERIES, then `dirs`, each once."""
+    env = [Path(p) for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
+    out: list[Path] = []
+    seen = set()
+    for d in env + [Path(d) for d in dirs or ()]:
+        key = os.path.realpath(d)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def collection(dirs=()) -> dict[str, Query]:
+    """The built-in queries and every NAME.sql of the user's folders (see user_dirs).
+    A name given twice is an error: user queries never replace other queries."""
+    out = dict(library())
+    for folder in user_dirs(dirs):
+        if not folder.is_dir():
+            raise UsageError(f"{folder}: no such folder of queries (--queries, ${ENV})")
+        for path in sorted(folder.glob("*.sql")):
+            name = path.stem
+            if not re.fullmatch(r"[\w-]+", name):
+                raise UsageError(f"{path}: a query's file name must be NAME.sql with letters, digits, _ or -")
+            try:
+                query = parse(name, path.read_text(encoding="utf-8", errors="replace"), str(path))
+            except ValueError as exc:
+                raise UsageError(f"{path}: {exc}") from None
+            if name in out:
+                first = out[name].origin or f"the built-in query {name}"
+                raise UsageError(f"{path}: a query named {name!r} exists already ({first}); "
+                                 "rename the file: a user query cannot replace another query")
+            out[name] = query
+    return out
+
+
+def get(name: str, dirs=()) -> Query:
+    lib = collection(dirs) if dirs or os.environ.get(ENV) else library()
     if name not in lib:
         raise UsageError(f"no query {name!r}; queries: {', '.join(lib)}")
     return lib[name]
@@ -83,3 +141,24 @@ def bind(query: Query, values: dict) -> dict:
         raise UsageError(f"query {query.name} has no parameter {sorted(unknown)[0]!r}; "
                          f"parameters: {', '.join(query.params) or 'none'}")
     return {p: values.get(p) for p in query.params}
+
+
+def placeholders(sql: str) -> set[str]:
+    """The $name placeholders of a query's SQL (sqlglot, DuckDB dialect)."""
+    import sqlglot
+    from sqlglot import exp
+
+    return {ph.name for tree in sqlglot.parse(sql, read="duckdb") if tree is not None
+            for ph in tree.find_all(exp.Placeholder) if ph.name}
+
+
+def check_placeholders(query: Query) -> None:
+    """A query's declared parameters must be exactly its $placeholders."""
+    used = placeholders(query.sql)
+    where = query.origin or f"queries/{query.name}.sql"
+    undeclared = sorted(used - set(query.params))
+    if undeclared:
+        raise UsageError(f"{where}: ${undeclared[0]} is not declared; add '-- param {undeclared[0]}: <description>'")
+    unused = sorted(set(query.params) - used)
+    if unused:
+        raise UsageError(f"{where}: parameter {unused[0]!r} is declared but the SQL has no ${unused[0]}")

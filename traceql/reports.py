@@ -75,7 +75,7 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
         sql = splice(sql, fragment)
         bound.update(where_params)
     try:
-        table = ws.sql(sql, bound)
+        table = ws.execute(sql, bound).to_arrow_table()
     except UsageError as exc:
         if where is None:
             raise

@@ -63,9 +63,27 @@ _VIEWCOL = re.compile(r"^\s*(?:.*\bAS\s+)?(\w+)\s*,?\s*--\s*(.+)$")
 
 
 @cache
+def contract_types() -> dict[str, list[tuple[str, str]]]:
+    """Every contract table and view with its columns and their DuckDB types, as DuckDB
+    describes them after creating the contract in an in-memory database (the types of a
+    view's columns are not written in its SQL)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        for name in CONTRACT_TABLES + CONTRACT_VIEWS:
+            con.execute(read_schema(f"contract/{name}.sql"))
+        return {name: [(r[0], r[1]) for r in con.execute(f"DESCRIBE {name}").fetchall()]
+                for name in CONTRACT_TABLES + CONTRACT_VIEWS}
+    finally:
+        con.close()
+
+
+@cache
 def contract_docs() -> dict[str, ViewDoc]:
     """Every contract table and view with its description and documented columns,
-    read from the doc comments of schemas/contract/*.sql."""
+    read from the doc comments of schemas/contract/*.sql; column types as DuckDB
+    describes them (contract_types())."""
     docs: dict[str, ViewDoc] = {}
     for name in CONTRACT_TABLES + CONTRACT_VIEWS:
         text = read_schema(f"contract/{name}.sql")
@@ -81,5 +99,8 @@ def contract_docs() -> dict[str, ViewDoc]:
                 doc.columns.append(Column(m.group(1), m.group(2), m.group(3).strip()))
             elif m:
                 doc.columns.append(Column(m.group(1), "", m.group(2).strip()))
+        types = dict(contract_types()[name])
+        for col in doc.columns:
+            col.type = types.get(col.name, col.type)
         docs[name] = doc
     return docs

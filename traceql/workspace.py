@@ -23,25 +23,35 @@ def default_db() -> Path:
     return Path(os.environ.get("TRACEQL_DB") or DEFAULT_DB)
 
 
-def open(path: str | os.PathLike | None = None) -> "Workspace":  # noqa: A001 - mirrors the builtin on purpose
-    """Open an existing workspace read-only."""
-    return Workspace(path if path is not None else default_db())
+def open(path: str | os.PathLike | None = None, *, write: bool = False,  # noqa: A001 - mirrors the builtin
+         queries=()) -> "Workspace":
+    """Open an existing workspace, read-only unless write=True (which lets .sql() run
+    statements that change it). queries: folders of the user's own .sql queries, added to
+    the query library next to $TRACEQL_QUERIES (see traceql.library)."""
+    return Workspace(path if path is not None else default_db(), write=write, queries=queries)
 
 
 class Workspace:
-    """A read-only view of a traceql workspace. Every query returns a pyarrow.Table
-    (call .to_pandas() for pandas)."""
+    """A traceql workspace, read-only unless opened with write=True. Every query returns a
+    pyarrow.Table: .to_pandas() with pandas installed, polars.from_arrow() for polars."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, write: bool = False, queries=()):
         self.path = Path(path)
+        self.write = bool(write)
+        self.query_dirs = tuple(Path(q) for q in ([queries] if isinstance(queries, (str, os.PathLike))
+                                                  else queries or ()))
+        self._catalog = None
         if not self.path.exists():
             raise WorkspaceError(f"{self.path}: no workspace here; create one with 'traceql ingest FILE'")
         if self.path.is_dir():
             raise WorkspaceError(f"{self.path}: is a directory, not a workspace file")
         try:
-            self.con = duckdb.connect(str(self.path), read_only=True)
+            self.con = duckdb.connect(str(self.path), read_only=not self.write)
         except duckdb.Error as exc:
-            raise WorkspaceError(f"{self.path}: not a traceql workspace ({str(exc).splitlines()[0]})") from None
+            first = str(exc).splitlines()[0]
+            if "lock" in first.lower():
+                raise WorkspaceError(f"{self.path}: in use by another process ({first})") from None
+            raise WorkspaceError(f"{self.path}: not a traceql workspace ({first})") from None
         tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         if "trace" not in tables:
             self.con.close()
@@ -57,22 +67,52 @@ class Workspace:
         self.close()
 
     # -- queries ---------------------------------------------------------------------
-    def sql(self, query: str, params=None) -> pa.Table:
-        """Run one SQL statement over the contract views and return the result."""
-        return self.execute(query, params).to_arrow_table()
+    def sql(self, query: str, params=None, *, dialect: str | None = None) -> pa.Table:
+        """Check and run SQL over the contract views; the result of its last statement.
 
-    def execute(self, query: str, params=None):
+        The query is parsed first: a syntax error, an unknown view or column (with the
+        closest names), a missing parameter, and, unless the workspace was opened with
+        write=True, any statement that is not a query are refused with a UsageError
+        (traceql.sqlcheck). params: a dict for $name placeholders, or a list for ?
+        placeholders; DuckDB binds the values. dialect: 'sqlite', 'postgres', 'spark',
+        ... to translate from (traceql.dialects); DuckDB's own by default."""
+        from .sqlcheck import Catalog, prepare
+
+        if self._catalog is None:
+            self._catalog = Catalog.of(self.con)
+        result = None
+        for step in prepare(query, self.con, self._catalog, dialect=dialect, params=params, write=self.write):
+            result = self.execute(step.statement, step.params)
+            if step.writes:
+                self._catalog = None
+        return result.to_arrow_table() if result.description else pa.table({})
+
+    def execute(self, query, params=None):
+        """Run trusted SQL (the query library's) as it is: no checks. Use sql() for SQL
+        that a user wrote."""
         try:
             return self.con.execute(query, params or [])
         except duckdb.Error as exc:
             raise UsageError(f"SQL: {one_line_error(str(exc))}") from None
 
-    def query(self, name: str, **params) -> pa.Table:
-        """Run a query of the library (queries/NAME.sql) with its parameters."""
-        from . import library as queries
+    def queries(self) -> dict:
+        """The query library: name -> library.Query, the built-in queries and those of the
+        user's folders (queries=, $TRACEQL_QUERIES)."""
+        from . import library
 
-        q = queries.get(name)
-        return self.sql(q.sql, queries.bind(q, params))
+        return library.collection(self.query_dirs)
+
+    def query(self, name: str, **params) -> pa.Table:
+        """Run a query of the library (queries/NAME.sql, or NAME.sql in a user folder) with
+        its parameters; a declared parameter not given is NULL."""
+        from . import library
+
+        q = library.get(name, self.query_dirs)
+        values = library.bind(q, params)
+        if q.origin is None:  # built-in: checked by the test suite, run as it is
+            return self.execute(q.sql, values).to_arrow_table()
+        library.check_placeholders(q)
+        return self.sql(q.sql, values)
 
     def report(self, by: str, trace_id: int | None = None, **params) -> pa.Table:
         """What `traceql report --by BY` prints, as an Arrow table. Options shared by every
