@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# Ingest 300 damaged copies of the real exports in ../shared/traces through the CLI; every
+# one must be a clean ingest or a one-line error (tests/fuzz.py). A few minutes.
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz --variants 300 --seed 1 --jobs 2 --markdown tests/FUZZ.md
 
 # Benchmarks (bench/run.py): generated S and M inputs by default, `make bench SIZES="S M ATTR"`
 # for 16 M NVTX ranges, add L (10 M kernels, several GB) on request. Installs nsys-ai from

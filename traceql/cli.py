@@ -64,7 +64,8 @@ def ingest(obj: Context, files):
     if sys.stderr.isatty():
         def progress(path, table):
             click.echo(f"\r\033[K  reading {path.name}: {table}", err=True, nl=False)
-    results = ingest_files(files, db=obj.db, progress=progress)
+    results = ingest_files(files, db=obj.db, progress=progress,
+                           on_wait=lambda message: click.echo(f"traceql: {message}", err=True))
     if progress:
         click.echo("\r\033[K", err=True, nl=False)
     for r in results:

@@ -126,11 +126,15 @@ def detect(path: str | os.PathLike) -> Detected:
     try:
         con = connect_readonly(path)
         try:
-            names = [r[0] for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+            names = con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
             tables = {}
-            for name in names:
-                cols = [r[1] for r in con.execute(f'PRAGMA table_info("{name.replace(chr(34), chr(34) * 2)}")')]
+            for name, kind in names:
+                try:
+                    cols = [r[1] for r in con.execute(f'PRAGMA table_info("{name.replace(chr(34), chr(34) * 2)}")')]
+                except sqlite3.OperationalError:
+                    if kind != "view":
+                        raise
+                    continue  # a view another tool added, broken by an edit: traceql reads no views
                 tables[name] = cols
             metadata = {}
             for meta in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
@@ -146,6 +150,8 @@ def detect(path: str | os.PathLike) -> Detected:
             con.close()
     except sqlite3.DatabaseError as exc:
         raise InputError(f"{path}: damaged or unreadable SQLite database ({exc})") from None
+    except UnicodeDecodeError:  # SQLite's message quotes the damaged bytes, which Python cannot decode
+        raise InputError(f"{path}: damaged or unreadable SQLite database (SQLite's error names undecodable bytes)") from None
 
     if "StringTable" in tables and any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables):
         return _nvprof_layout(Detected(path, "nvprof", "nvprof", schema_version=nvprof_version,

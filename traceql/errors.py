@@ -2,9 +2,17 @@
 
 
 class TraceqlError(Exception):
-    """Base of every error traceql reports as one line (no traceback unless --debug)."""
+    """Base of every error traceql reports as one line (no traceback unless --debug).
+
+    The message is kept to one line: text quoted from SQLite or DuckDB (a damaged
+    file's schema, a SQL error) can hold line breaks."""
 
     exit_code = 1
+
+    def __init__(self, message="", *args):
+        if isinstance(message, str) and ("\n" in message or "\r" in message):
+            message = " ".join(part.strip() for part in message.splitlines() if part.strip())
+        super().__init__(message, *args)
 
 
 class UsageError(TraceqlError):

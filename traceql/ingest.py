@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import os
 import shutil
+import sqlite3
 import sys
 import time
 from datetime import datetime, timezone
@@ -23,7 +25,7 @@ import duckdb
 from . import __version__
 from .adapters import prepare as prepare_adapters
 from .detect import Detected, detect
-from .errors import InputError, TraceqlError, UnsupportedVersionError, WorkspaceError
+from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageError, WorkspaceError
 from .reader import stage
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
 
@@ -105,34 +107,131 @@ class _TimedConnection:
         return getattr(self._con, name)
 
 
+DEFAULT_LOCK_TIMEOUT = 600.0  # seconds an ingest waits for another one into the same workspace
+
+
+def lock_timeout() -> float:
+    """TRACEQL_LOCK_TIMEOUT (seconds; 0 = do not wait), else DEFAULT_LOCK_TIMEOUT."""
+    text = os.environ.get("TRACEQL_LOCK_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"TRACEQL_LOCK_TIMEOUT={text}: not a number of seconds") from None
+    if value < 0:
+        raise UsageError(f"TRACEQL_LOCK_TIMEOUT={text}: must be 0 or more seconds")
+    return value
+
+
 @contextlib.contextmanager
-def workspace_lock(db: Path):
-    """An exclusive lock on the workspace for the duration of one ingest."""
+def workspace_lock(db: Path, timeout: float | None = None, on_wait=None):
+    """An exclusive lock on the workspace for the duration of one ingest.
+
+    A second ingest into the same workspace waits for the first to end (it then copies
+    the workspace the first one wrote, so both files end up in it), up to `timeout`
+    seconds (default: lock_timeout()); on_wait(message) is called once when it has to
+    wait. The lock file holds the pid of the ingest that owns it."""
+    timeout = lock_timeout() if timeout is None else timeout
     lock_path = db.with_name(db.name + ".lock")
     try:
         fh = open(lock_path, "a+")
     except OSError as exc:
-        raise WorkspaceError(f"{db}: cannot create lock file ({exc.strerror or exc})") from None
+        raise WorkspaceError(f"{db}: cannot create lock file {lock_path.name} ({exc.strerror or exc})") from None
     try:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise WorkspaceError(f"{db}: another traceql process is writing this workspace; try again when it ends") from None
+        deadline = time.monotonic() + timeout
+        waited = False
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = _lock_holder(lock_path)
+                if time.monotonic() >= deadline:
+                    waited_for = f" after waiting {timeout:g} s" if timeout else ""
+                    raise WorkspaceError(
+                        f"{db}: another traceql ingest{holder} is writing this workspace{waited_for}; "
+                        "try again when it ends (TRACEQL_LOCK_TIMEOUT sets how long to wait)") from None
+                if not waited and on_wait is not None:
+                    on_wait(f"{db}: waiting for another traceql ingest{holder} into this workspace to end")
+                waited = True
+                time.sleep(0.05)
+        with contextlib.suppress(OSError):
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")
+            fh.flush()
         yield
     finally:
         fh.close()
 
 
-def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None) -> list[IngestResult]:
+def _remove_stale_files(db: Path) -> None:
+    """Temporary files of an ingest that was killed (kill -9, power loss): with the lock
+    held no other ingest into this workspace is running, so they are all stale."""
+    for leftover in db.parent.glob(f".{glob.escape(db.name)}.ingest-*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
+def _lock_holder(lock_path: Path) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        return f" (pid {int(lock_path.read_text().split()[0])})"
+    return ""
+
+
+@contextlib.contextmanager
+def _errors_of(path: Path):
+    """Errors while ingesting one file, as one-line traceql errors naming it.
+
+    A damaged export can fail deep inside DuckDB or sqlite3: values that do not fit the
+    contract (an end of 2**63-1, a device id beyond INT32), a NULL where a contract column
+    needs a value, a page that is corrupt. Those are input errors. Running out of memory
+    or disk is a workspace (environment) error. Anything else is a bug and stays internal."""
+    try:
+        yield
+    except (duckdb.DataError, duckdb.IntegrityError) as exc:
+        raise InputError(f"{path}: holds values traceql cannot store ({_first_line(exc)}); "
+                         "if the export is unmodified, please report this with --debug output") from None
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path}: damaged SQLite database ({exc})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: damaged SQLite database (an error names undecodable bytes)") from None
+    except duckdb.OutOfMemoryException as exc:
+        raise WorkspaceError(
+            f"{path}: out of memory while ingesting ({_first_line(exc)}); TRACEQL_MEMORY_LIMIT sets the limit, "
+            f"now {os.environ.get('TRACEQL_MEMORY_LIMIT', DEFAULT_MEMORY_LIMIT)}") from None
+    except OSError as exc:
+        if exc.filename is not None and Path(exc.filename).resolve() == path.resolve():
+            raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
+           on_wait=None) -> list[IngestResult]:
     """Ingest every file in `paths` into the workspace `db`, all or nothing.
 
     Every file is detected before anything is written, so one bad file stops the whole
-    command with the workspace untouched."""
+    command with the workspace untouched. Another ingest into the same workspace is
+    waited for (see workspace_lock; on_wait(message) tells that it waits)."""
     db = Path(db)
     paths = [Path(p) for p in paths]
     if not paths:
         raise InputError("no input files given")
-    detected = [detect(p) for p in paths]
+    detected, given = [], {}
+    for p in paths:  # the same file twice (by absolute path, symlinks resolved) is read once
+        key = p.resolve()
+        given[key] = given.get(key, 0) + 1
+        if given[key] == 1:
+            detected.append(detect(p))
     if db.exists() and db.is_dir():
         raise WorkspaceError(f"{db}: is a directory, not a workspace file")
     parent = db.resolve().parent
@@ -140,8 +239,11 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None) -> li
         raise WorkspaceError(f"{db}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise WorkspaceError(f"{db}: directory {parent} is not writable")
+    if db.exists() and not os.access(db, os.W_OK):
+        raise WorkspaceError(f"{db}: the workspace file is read-only")
 
-    with workspace_lock(db):
+    with workspace_lock(db, on_wait=on_wait):
+        _remove_stale_files(db)
         tmp = db.with_name(f".{db.name}.ingest-{os.getpid()}.tmp")
         tmpdir = db.with_name(f".{db.name}.ingest-{os.getpid()}.spill")
         results: list[IngestResult] = []
@@ -155,13 +257,19 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None) -> li
                 configure(con, tmpdir)
                 create_contract(con)
                 for det in detected:
-                    results.append(_ingest_one(con, det, progress))
+                    with _errors_of(det.path):
+                        results.append(_ingest_one(con, det, progress))
+                    if given[det.path.resolve()] > 1:
+                        results[-1].warnings.append(
+                            f"{det.path} was given {given[det.path.resolve()]} times; ingested once")
                 con.execute("CHECKPOINT")
             finally:
                 con.close()
             os.replace(tmp, db)
         except duckdb.IOException as exc:
             raise WorkspaceError(f"{db}: cannot write the workspace ({str(exc).splitlines()[0]})") from None
+        except OSError as exc:  # copying or renaming the workspace: disk full, permissions
+            raise WorkspaceError(f"{db}: cannot write the workspace ({exc.strerror or exc})") from None
         finally:
             for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
                 with contextlib.suppress(FileNotFoundError):
@@ -263,6 +371,10 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult) 
     for table, reason in report.fallback_tables.items():
         rows.append((f"source.read_with_sqlite3.{table}", report.rows.get(table), "warning",
                      f"{table} could not be read with sqlite_scanner ({reason}); read with Python sqlite3"))
+    for table, n in report.duplicate_keys.items():
+        rows.append((f"source.duplicate_keys.{table}", n, "warning",
+                     f"{table} repeats ids its schema declares unique (a damaged or edited export): "
+                     "the first row of each id was kept"))
     if report.missing_tables:
         rows.append(("source.tables_absent", len(report.missing_tables), "info",
                      "tables not in this export (lazy export or older layout), read as empty: "

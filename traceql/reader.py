@@ -29,6 +29,7 @@ class StageReport:
     missing_tables: list[str] = field(default_factory=list)
     missing_columns: dict[str, list[str]] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
+    duplicate_keys: dict[str, int] = field(default_factory=dict)  # table -> rows dropped
 
 
 def load_sqlite_scanner(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -111,6 +112,23 @@ def _declared_tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str
     return out
 
 
+# Lookup tables whose key the exporter declares unique (a PRIMARY KEY) and that the adapters
+# join to. A damaged or edited file may repeat a key; every join would then multiply rows
+# (a kernel's three name joins eight-fold), so only the first row of a key is kept.
+UNIQUE_KEYS = {"StringIds": "id", "StringTable": "_id_"}
+
+
+def _dedupe_keys(con: duckdb.DuckDBPyConnection, report: StageReport) -> None:
+    for table, key in UNIQUE_KEYS.items():
+        if not report.rows.get(table):
+            continue
+        t, k = f"raw.{_quote(table)}", _quote(key)
+        extra = con.execute(f"SELECT count({k}) - count(DISTINCT {k}) FROM {t}").fetchone()[0]
+        if extra:
+            con.execute(f"DELETE FROM {t} WHERE rowid NOT IN (SELECT min(rowid) FROM {t} GROUP BY {k})")
+            report.duplicate_keys[table] = extra
+
+
 def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
           source_tables: dict[str, list[str]], progress=None) -> StageReport:
     """Create the raw.sql tables in the `raw` catalog and fill them from the source file."""
@@ -151,8 +169,11 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
                         f"SELECT {select} FROM sqlite_scan(?, ?)", [str(path), src_name])
                     report.rows[table] = con.execute(f"SELECT count(*) FROM raw.{_quote(table)}").fetchone()[0]
                     continue
-                except duckdb.Error as exc:
-                    report.fallback_tables[table] = str(exc).splitlines()[0][:200]
+                except (duckdb.Error, UnicodeDecodeError) as exc:
+                    # (a damaged file can make DuckDB's error message itself undecodable)
+                    reason = str(exc).splitlines()[0][:200] if isinstance(exc, duckdb.Error) \
+                        else "unreadable text in the table"
+                    report.fallback_tables[table] = reason
                     con.execute(f"DELETE FROM raw.{_quote(table)}")
             if sqcon is None:
                 sqcon = connect_readonly(path)
@@ -172,6 +193,7 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
                     con.unregister("_traceql_batch")
                 n += len(rows)
             report.rows[table] = n
+        _dedupe_keys(con, report)
     except sqlite3.DatabaseError as exc:
         from .errors import InputError
         raise InputError(f"{path}: damaged SQLite database ({exc})") from None

@@ -17,6 +17,10 @@ SELECT trace_id, 'gpu_op.negative_duration', count(*), 'warning',
        'kernels, copies or memsets whose end lies before their start'
 FROM gpu_op WHERE dur < 0 GROUP BY trace_id
 UNION ALL
+SELECT trace_id, 'api_call.negative_duration', count(*), 'warning',
+       'CUDA API calls whose end lies before their start'
+FROM api_call WHERE dur < 0 GROUP BY trace_id
+UNION ALL
 SELECT trace_id, 'gpu_op.without_correlation_id', count(*), 'info',
        'GPU operations with no correlation id (cannot be joined to a launching call)'
 FROM gpu_op WHERE correlation_id IS NULL GROUP BY trace_id

@@ -21,6 +21,11 @@ FROM (SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_KERNEL
 WHERE start IS NULL OR "end" IS NULL
 HAVING count(*) > 0
 UNION ALL
+SELECT 'nvtx.rows_without_start', count(*), 'warning',
+       'NVTX range or mark rows with a NULL start, left out'
+FROM raw.NVTX_EVENTS WHERE eventType IN (34, 59, 60, 70, 71) AND start IS NULL
+HAVING count(*) > 0
+UNION ALL
 SELECT 'nvtx.event_types_not_read.' || eventType, count(*), 'info',
        'NVTX_EVENTS rows of a type that is neither a range nor a mark (domain, thread or category names, payload schemas...)'
 FROM raw.NVTX_EVENTS WHERE eventType NOT IN (34, 59, 60, 70, 71, 75, 33, 39)

@@ -1,0 +1,639 @@
+"""Fuzz ingest with damaged copies of the real exports in ../shared/traces.
+
+Every variant is a mutated copy of a real Nsight Systems or nvprof SQLite file, written
+to a temporary folder (never into the repository), and ingested into a copy of a
+workspace that already holds one trace. Every outcome must be one of:
+
+  - a clean ingest: exit 0, the workspace opens and holds both traces;
+  - a clean error: a TraceqlError subclass (CLI: exit code 2-5 and exactly one line on
+    stderr, 'traceql: error: ...', naming the file), the workspace byte for byte as
+    before;
+
+and in both cases no temporary files are left next to the workspace and the variant
+itself is unchanged (the source is only read). Anything else -- exit 1, a traceback,
+a signal, a hang, a changed workspace, a leftover file -- is a failure.
+
+Mutations (the tables and columns they hit are the ones traceql reads, taken from the
+layout's raw.sql, so they land where they matter):
+
+  flip      flip 1-64 random bits (sometimes in the 100-byte header)
+  truncate  cut the file at a random length, a page boundary or inside page 1
+  page      overwrite part or all of a random page with random bytes, zeros or 0xff
+  header    damage one field of the SQLite header (page size, page count, encoding...)
+  drop_table     drop 1-3 of the tables traceql reads
+  drop_column    drop one column traceql reads
+  retype_column  redeclare one column as another type and convert its values (text,
+                 real, blob, huge or negative integers, invalid UTF-8)
+  nulls     NULLs in the columns the exporter declares NOT NULL
+  times     end before start, zero and negative durations, negative starts
+  strings   invalid UTF-8, 1 MB, empty and NUL-containing names
+  meta      odd schema versions in the export metadata / nvprof Version
+  dup_rows  duplicated rows (ids that are no longer unique)
+  empty     every row of 1-3 tables deleted
+  rename    a table renamed: other letter case, a suffix, or swapped with another
+  mixed     one SQL mutation followed by a byte-level one
+
+    python -m tests.fuzz                    # 300 variants through the CLI, 2 at a time
+    python -m tests.fuzz -n 30 --mode api   # in-process (what the pytest subset runs)
+    python -m tests.fuzz --keep out/        # keep the failing variants for a look
+
+Variant i of seed S is always the same file: random.Random(f"{S}:{i}") drives it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import os
+import random
+import shutil
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TRACES = REPO.parent / "shared" / "traces"
+
+BYTE_MUTATORS = ("flip", "truncate", "page", "header")
+SQL_MUTATORS = ("drop_table", "drop_column", "retype_column", "nulls", "times", "strings", "meta",
+                "dup_rows", "empty", "rename")
+MUTATORS = BYTE_MUTATORS + SQL_MUTATORS + ("mixed",)
+EXIT_CLASSES = {2: "UsageError", 3: "InputError", 4: "UnsupportedVersionError", 5: "WorkspaceError"}
+
+
+# -- sources --------------------------------------------------------------------------
+
+def sources(max_bytes: int | None = None) -> list[Path]:
+    """The real SQLite exports under ../shared/traces (nsys .sqlite and nvprof .nvvp/.sql
+    databases), smallest first; [] when the folder is absent."""
+    if not TRACES.is_dir():
+        return []
+    out = []
+    for p in sorted(TRACES.rglob("*")):
+        if p.suffix.lower() not in (".sqlite", ".nvvp", ".sql") or not p.is_file():
+            continue
+        with open(p, "rb") as fh:
+            if fh.read(16) != b"SQLite format 3\x00":
+                continue
+        if max_bytes is None or p.stat().st_size <= max_bytes:
+            out.append(p)
+    return sorted(out, key=lambda p: (p.stat().st_size, str(p)))
+
+
+def read_columns(path: Path) -> dict[str, list[str]]:
+    """Tables and columns of `path` that traceql reads: the file's own tables that the
+    detected layout's raw.sql declares (and their declared columns present in the file)."""
+    import duckdb
+
+    from traceql.detect import detect
+    from traceql.ingest import raw_ddl
+
+    det = detect(path)
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS raw")
+    con.execute("USE raw")
+    con.execute(raw_ddl(det.layout))
+    declared: dict[str, list[str]] = {}
+    for table, col in con.execute("SELECT table_name, column_name FROM duckdb_columns() "
+                                  "WHERE database_name = 'raw' ORDER BY table_name, column_index").fetchall():
+        declared.setdefault(table.lower(), []).append(col.lower())
+    con.close()
+    out = {}
+    for table, cols in det.tables.items():
+        if table.lower() in declared:
+            keep = [c for c in cols if c.lower() in declared[table.lower()]]
+            if keep:
+                out[table] = keep
+    return out
+
+
+# -- byte-level mutations ----------------------------------------------------------------
+
+def _page_size(data: bytes) -> int:
+    size = struct.unpack(">H", data[16:18])[0] if len(data) >= 18 else 4096
+    return 65536 if size == 1 else (size or 4096)
+
+
+def m_flip(data: bytearray, rng: random.Random) -> str:
+    n = rng.choice((1, 2, 4, 8, 16, 64))
+    low = 0 if rng.random() < 0.1 else 100
+    for _ in range(n):
+        i = rng.randrange(low, len(data))
+        data[i] ^= 1 << rng.randrange(8)
+    return f"{n} bits flipped" + (" (header too)" if low == 0 else "")
+
+
+def m_truncate(data: bytearray, rng: random.Random) -> str:
+    page = _page_size(data)
+    how = rng.choice(("random", "page", "page", "half", "first_page", "tiny"))
+    if how == "random":
+        n = rng.randrange(1, len(data))
+    elif how == "page":
+        n = page * rng.randrange(1, max(2, len(data) // page))
+    elif how == "half":
+        n = len(data) // 2
+    elif how == "first_page":
+        n = rng.randrange(100, page)
+    else:
+        n = rng.randrange(16, 100)
+    del data[n:]
+    return f"truncated to {n} bytes ({how})"
+
+
+def m_page(data: bytearray, rng: random.Random) -> str:
+    page = _page_size(data)
+    pages = max(1, len(data) // page)
+    p = 0 if rng.random() < 0.15 else rng.randrange(pages)
+    start = p * page + (100 if p == 0 else 0)
+    end = min(len(data), (p + 1) * page)
+    if rng.random() < 0.5:
+        a = rng.randrange(start, end)
+        b = min(end, a + rng.choice((1, 8, 64, 512)))
+    else:
+        a, b = start, end
+    fill = rng.choice(("random", "zeros", "ones"))
+    if fill == "random":
+        data[a:b] = bytes(rng.randrange(256) for _ in range(b - a))
+    else:
+        data[a:b] = (b"\x00" if fill == "zeros" else b"\xff") * (b - a)
+    return f"page {p + 1}: bytes {a}-{b} set to {fill}"
+
+
+HEADER_FIELDS = {  # offset: (size, name)
+    16: (2, "page size"), 18: (1, "write version"), 19: (1, "read version"), 20: (1, "reserved space"),
+    28: (4, "page count"), 40: (4, "schema cookie"), 44: (4, "schema format"), 56: (4, "text encoding"),
+    52: (4, "largest root page"), 32: (4, "first freelist page"), 36: (4, "freelist count"),
+}
+
+
+def m_header(data: bytearray, rng: random.Random) -> str:
+    off = rng.choice(sorted(HEADER_FIELDS))
+    size, name = HEADER_FIELDS[off]
+    value = rng.choice((0, 1, 2, 3, 5, 255, 1 << (8 * size - 1), (1 << (8 * size)) - 1, rng.randrange(1 << (8 * size))))
+    data[off:off + size] = value.to_bytes(size, "big")
+    return f"header {name} = {value}"
+
+
+# -- SQL mutations ---------------------------------------------------------------------
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _rebuild(con: sqlite3.Connection, table: str, exprs: dict[str, str] | None = None,
+             types: dict[str, str] | None = None, drop: str | None = None) -> None:
+    """Recreate `table` without its constraints, with column types and values replaced
+    (exprs: column -> SQL expression over the old row), or one column dropped."""
+    cols = [(r[1], r[2]) for r in con.execute(f"PRAGMA table_info({_q(table)})")]
+    exprs, types = exprs or {}, types or {}
+    keep = [(c, t) for c, t in cols if c != drop]
+    ddl = ", ".join(f"{_q(c)} {types.get(c, t)}" for c, t in keep)
+    sel = ", ".join(exprs.get(c, _q(c)) for c, _ in keep)
+    tmp = table + "__fuzz"
+    con.execute(f"CREATE TABLE {_q(tmp)} ({ddl})")
+    con.execute(f"INSERT INTO {_q(tmp)} SELECT {sel} FROM {_q(table)}")
+    con.execute(f"DROP TABLE {_q(table)}")
+    con.execute(f"ALTER TABLE {_q(tmp)} RENAME TO {_q(table)}")
+
+
+def _pick_table(read: dict[str, list[str]], rng: random.Random, want=None) -> tuple[str, list[str]] | None:
+    names = sorted(t for t, cols in read.items() if want is None or want(t, cols))
+    if not names:
+        return None
+    t = rng.choice(names)
+    return t, read[t]
+
+
+def _time_tables(read):
+    return lambda t, cols: {"start", "end"} <= {c.lower() for c in cols}
+
+
+def s_drop_table(con, read, rng) -> str:
+    names = sorted(read)
+    picked = rng.sample(names, k=min(len(names), rng.choice((1, 1, 2, 3))))
+    for t in picked:
+        con.execute(f"DROP TABLE {_q(t)}")
+    return "dropped " + ", ".join(picked)
+
+
+def s_drop_column(con, read, rng) -> str:
+    t, cols = _pick_table(read, rng)
+    c = rng.choice(cols)
+    try:
+        con.execute(f"ALTER TABLE {_q(t)} DROP COLUMN {_q(c)}")
+    except sqlite3.DatabaseError:
+        _rebuild(con, t, drop=c)
+    return f"dropped column {t}.{c}"
+
+
+RETYPES = {
+    "text": ("TEXT", "'x' || {c}"),
+    "word": ("TEXT", "'garbage'"),
+    "empty": ("TEXT", "''"),
+    "real": ("REAL", "{c} + 0.5"),
+    "blob": ("BLOB", "randomblob(9)"),
+    "huge": ("INTEGER", "9223372036854775807"),
+    "min": ("INTEGER", "-9223372036854775808"),
+    "negative": ("INTEGER", "-abs({c})"),
+    "bad_utf8": ("TEXT", "CAST(X'ff' || X'c328' AS TEXT)"),
+    "null": ("INTEGER", "NULL"),
+}
+
+
+def s_retype_column(con, read, rng) -> str:
+    t, cols = _pick_table(read, rng)
+    c = rng.choice(cols)
+    kind = rng.choice(sorted(RETYPES))
+    typ, expr = RETYPES[kind]
+    where = rng.choice((None, "rowid % 2 = 0", "rowid % 7 = 0"))
+    value = expr.format(c=_q(c))
+    if where:
+        value = f"CASE WHEN {where} THEN {value} ELSE {_q(c)} END"
+    _rebuild(con, t, exprs={c: value}, types={c: typ})
+    return f"{t}.{c} retyped to {typ} ({kind}{', ' + where if where else ''})"
+
+
+def s_nulls(con, read, rng) -> str:
+    notnull = {t: [r[1] for r in con.execute(f"PRAGMA table_info({_q(t)})") if r[3] and r[1] in cols]
+               for t, cols in read.items()}
+    choice = _pick_table({t: c for t, c in notnull.items() if c}, rng) or _pick_table(read, rng)
+    t, cols = choice
+    picked = rng.sample(cols, k=min(len(cols), rng.choice((1, 1, 2))))
+    where = rng.choice(("1", "rowid % 2 = 0", "rowid = (SELECT min(rowid) FROM {t})"))
+    _rebuild(con, t, exprs={c: f"CASE WHEN {where.format(t=_q(t))} THEN NULL ELSE {_q(c)} END" for c in picked})
+    return f"NULLs in {t}.{', '.join(picked)} where {where.format(t=t)}"
+
+
+def s_times(con, read, rng) -> str:
+    pick = _pick_table(read, rng, _time_tables(read))
+    if pick is None:
+        return s_nulls(con, read, rng)
+    t = pick[0]
+    how = rng.choice(("swap", "zero", "negative_start", "end_before_start", "huge_end"))
+    where = rng.choice(("1", "rowid % 3 = 0"))
+    sets = {"swap": 'start = "end", "end" = start', "zero": '"end" = start',
+            "negative_start": "start = -start - 1", "end_before_start": '"end" = start - 1000',
+            "huge_end": '"end" = 9223372036854775807'}[how]
+    try:
+        con.execute(f"UPDATE {_q(t)} SET {sets} WHERE {where}")
+    except sqlite3.DatabaseError:  # a CHECK or NOT NULL constraint: rebuild without them first
+        _rebuild(con, t)
+        con.execute(f"UPDATE {_q(t)} SET {sets} WHERE {where}")
+    return f"{t}: {how} where {where}"
+
+
+STRINGS = {
+    "bad_utf8": "CAST(X'6b65726ee1287829ff' AS TEXT)",
+    "long": "CAST(zeroblob(1048576) AS TEXT)",  # placeholder, replaced below
+    "empty": "''",
+    "nul": "CAST(X'610062' AS TEXT)",
+    "surrogate": "CAST(X'eda080' AS TEXT)",
+}
+
+
+def s_strings(con, read, rng) -> str:
+    def text_cols(t, cols):
+        return [c for c in cols if c.lower() in ("value", "text", "name")]
+    pick = _pick_table(read, rng, lambda t, cols: bool(text_cols(t, cols)))
+    if pick is None:
+        return s_nulls(con, read, rng)
+    t, cols = pick
+    c = rng.choice(text_cols(t, cols))
+    kind = rng.choice(sorted(STRINGS))
+    expr = "printf('%.*c', 1048576, 'x')" if kind == "long" else STRINGS[kind]
+    where = "rowid % 5 = 0" if kind != "long" else "rowid IN (SELECT rowid FROM {t} LIMIT 3)".format(t=_q(t))
+    try:
+        con.execute(f"UPDATE {_q(t)} SET {_q(c)} = {expr} WHERE {where}")
+    except sqlite3.DatabaseError:
+        _rebuild(con, t)
+        con.execute(f"UPDATE {_q(t)} SET {_q(c)} = {expr} WHERE {where}")
+    return f"{t}.{c}: {kind} strings"
+
+
+def s_meta(con, read, rng) -> str:
+    value = rng.choice(("4.0.0", "99.1", "3.99.99", "2.0", "abc", "", None, "3", "-1", "1.0.0", "3.x"))
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for meta in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if meta in tables:
+            con.execute(f"UPDATE {meta} SET value = ? WHERE name = 'EXPORT_SCHEMA_VERSION'", [value])
+            return f"{meta} EXPORT_SCHEMA_VERSION = {value!r}"
+    if "Version" in tables:
+        nv = rng.choice((None, 0, 11, 17, 99, -3, "twelve", 2 ** 62))
+        _rebuild(con, "Version")
+        col = con.execute("PRAGMA table_info(Version)").fetchone()[1]
+        con.execute(f"UPDATE Version SET {_q(col)} = ?", [nv])
+        return f"nvprof Version = {nv!r}"
+    return s_drop_table(con, read, rng)
+
+
+def s_dup_rows(con, read, rng) -> str:
+    t, _ = _pick_table(read, rng)
+    try:
+        con.execute(f"INSERT INTO {_q(t)} SELECT * FROM {_q(t)}")
+    except sqlite3.DatabaseError:  # a primary key or unique index: rebuild without it
+        _rebuild(con, t)
+        con.execute(f"INSERT INTO {_q(t)} SELECT * FROM {_q(t)}")
+    return f"rows of {t} duplicated"
+
+
+def s_empty(con, read, rng) -> str:
+    names = sorted(read)
+    picked = rng.sample(names, k=min(len(names), rng.choice((1, 2, 3))))
+    for t in picked:
+        con.execute(f"DELETE FROM {_q(t)}")
+    return "emptied " + ", ".join(picked)
+
+
+def s_rename(con, read, rng) -> str:
+    t, _ = _pick_table(read, rng)
+    how = rng.choice(("lower", "upper", "suffix", "swap"))
+    if how == "swap" and len(read) > 1:
+        other = rng.choice(sorted(set(read) - {t}))
+        con.execute(f"ALTER TABLE {_q(t)} RENAME TO fuzz_swap")
+        con.execute(f"ALTER TABLE {_q(other)} RENAME TO {_q(t)}")
+        con.execute(f"ALTER TABLE fuzz_swap RENAME TO {_q(other)}")
+        return f"tables {t} and {other} swapped"
+    new = {"lower": t.lower(), "upper": t.upper()}.get(how, t + "_OLD")
+    if new == t:
+        new = t + "_OLD"
+    con.execute(f"ALTER TABLE {_q(t)} RENAME TO {_q(new + '__tmp')}")
+    con.execute(f"ALTER TABLE {_q(new + '__tmp')} RENAME TO {_q(new)}")
+    return f"table {t} renamed to {new}"
+
+
+def mutate_sql(src: Path, dst: Path, name: str, rng: random.Random) -> str:
+    read = read_columns(src)
+    shutil.copyfile(src, dst)
+    con = sqlite3.connect(dst)
+    con.execute("PRAGMA legacy_alter_table = ON")  # renames ignore the file's own views
+    try:
+        what = globals()[f"s_{name}"](con, read, rng)
+        con.commit()
+    finally:
+        con.close()
+    return what
+
+
+def make_variant(src: Path, dst: Path, mutator: str, rng: random.Random) -> str:
+    """Write a mutated copy of `src` to `dst`; returns what was done."""
+    if mutator == "mixed":
+        first = mutate_sql(src, dst, rng.choice(SQL_MUTATORS), rng)
+        data = bytearray(dst.read_bytes())
+        second = globals()[f"m_{rng.choice(BYTE_MUTATORS)}"](data, rng)
+        dst.write_bytes(bytes(data))
+        return f"{first}; then {second}"
+    if mutator in SQL_MUTATORS:
+        return mutate_sql(src, dst, mutator, rng)
+    data = bytearray(src.read_bytes())
+    what = globals()[f"m_{mutator}"](data, rng)
+    dst.write_bytes(bytes(data))
+    return what
+
+
+# -- running one variant -----------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    index: int
+    source: str
+    mutator: str
+    what: str
+    result: str = ""            # 'ingested', an error class name, or 'FAIL'
+    problems: list[str] = field(default_factory=list)
+    message: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def base_workspace(folder: Path) -> Path:
+    """A workspace holding one small trace, which every variant is ingested next to."""
+    import traceql
+
+    from tests.util import nsys_stub
+
+    folder.mkdir(parents=True, exist_ok=True)
+    db = folder / "base.duckdb"
+    if not db.exists():
+        traceql.ingest([nsys_stub(folder / "base.sqlite")], db=db)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(folder / "base.duckdb.lock")
+    return db
+
+
+def _run_cli(db: Path, variant: Path, timeout: float) -> tuple[int | None, str, str]:
+    try:
+        proc = subprocess.run([sys.executable, "-m", "traceql", "--db", str(db), "ingest", str(variant)],
+                              capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    except subprocess.TimeoutExpired:
+        return None, "", ""
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _run_api(db: Path, variant: Path) -> tuple[int, str, str]:
+    import traceql
+
+    try:
+        traceql.ingest([variant], db=db)
+    except traceql.TraceqlError as exc:
+        return exc.exit_code, "", f"traceql: error: {exc}\n"
+    except Exception as exc:  # noqa: BLE001 - what the fuzzer is looking for
+        return 1, "", f"{type(exc).__name__}: {exc}\n"
+    return 0, "", ""
+
+
+def run_variant(index: int, src: Path, mutator: str, seed: int, work: Path, base_db: Path,
+                mode: str = "cli", timeout: float = 300.0) -> Outcome:
+    rng = random.Random(f"{seed}:{index}")
+    folder = work / f"v{index:04d}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    variant = folder / f"variant{src.suffix}"
+    out = Outcome(index, str(src.relative_to(TRACES)) if src.is_relative_to(TRACES) else str(src), mutator, "")
+    try:
+        out.what = make_variant(src, variant, mutator, rng)
+    except Exception as exc:  # noqa: BLE001 - a mutation that does not apply is a harness bug
+        out.result, out.problems = "FAIL", [f"could not build the variant: {type(exc).__name__}: {exc}"]
+        return out
+    db = folder / "ws.duckdb"
+    shutil.copyfile(base_db, db)
+    before_ws, before_src = sha256(db), (sha256(variant), variant.stat().st_mtime_ns)
+    started = time.perf_counter()
+    code, _stdout, stderr = _run_cli(db, variant, timeout) if mode == "cli" else _run_api(db, variant)
+    out.seconds = time.perf_counter() - started
+    lines = stderr.strip().splitlines()
+    out.message = lines[0][:300] if lines else ""
+    if code is None:
+        out.result = "FAIL"
+        out.problems.append(f"no answer within {timeout:.0f} s")
+    elif code == 0:
+        out.result = "ingested"
+        try:
+            import traceql
+
+            with traceql.open(db) as ws:
+                n = ws.sql("SELECT count(*) AS n FROM trace").to_pylist()[0]["n"]
+                ws.info()
+            if n != 2:
+                out.problems.append(f"workspace holds {n} traces after a successful ingest, not 2")
+        except Exception as exc:  # noqa: BLE001
+            out.problems.append(f"workspace unusable after ingest: {type(exc).__name__}: {exc}")
+    elif code in EXIT_CLASSES:
+        out.result = EXIT_CLASSES[code]
+        if len(lines) != 1 or not lines[0].startswith("traceql: error: ") or "Traceback" in stderr:
+            out.problems.append(f"error output is not one 'traceql: error:' line: {stderr[:500]!r}")
+        if code in (3, 4) and str(variant) not in stderr:
+            out.problems.append("the error does not name the file")
+        if sha256(db) != before_ws:
+            out.problems.append("workspace changed by a failed ingest")
+    else:
+        out.result = "FAIL"
+        out.problems.append(f"exit code {code}: {stderr.strip()[-500:]!r}")
+    leftovers = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+    if set(leftovers) - {variant.name, "ws.duckdb", "ws.duckdb.lock"}:
+        out.problems.append(f"files left behind: {leftovers}")
+    if (sha256(variant), variant.stat().st_mtime_ns) != before_src:
+        out.problems.append("the source file was modified")
+    if out.problems:
+        out.result = "FAIL"
+    return out
+
+
+def plan(n: int, seed: int, srcs: list[Path]) -> list[tuple[int, Path, str]]:
+    """Variant i: mutator i mod |MUTATORS|, source chosen by the seeded RNG."""
+    rng = random.Random(seed)
+    return [(i, rng.choice(srcs), MUTATORS[i % len(MUTATORS)]) for i in range(n)]
+
+
+def run(n: int = 300, seed: int = 1, jobs: int = 2, mode: str = "cli", work: Path | None = None,
+        keep: Path | None = None, max_bytes: int | None = None, verbose: bool = False,
+        only: set[int] | None = None, log=print) -> list[Outcome]:
+    srcs = sources(max_bytes)
+    if not srcs:
+        raise SystemExit(f"no SQLite exports under {TRACES}")
+    own = work is None
+    work = Path(tempfile.mkdtemp(prefix="traceql-fuzz-")) if own else Path(work)
+    try:
+        base_db = base_workspace(work / "base")
+        todo = plan(n, seed, srcs)
+        if only:
+            todo = [t for t in todo if t[0] in only]
+        outcomes: list[Outcome] = []
+
+        def one(item):
+            i, src, mutator = item
+            o = run_variant(i, src, mutator, seed, work, base_db, mode)
+            if not o.ok and keep is not None:
+                keep.mkdir(parents=True, exist_ok=True)
+                for f in (work / f"v{i:04d}").glob("variant*"):
+                    shutil.copyfile(f, keep / f"v{i:04d}-{mutator}{f.suffix}")
+            shutil.rmtree(work / f"v{i:04d}", ignore_errors=True)
+            return o
+
+        if mode == "api" or jobs <= 1:
+            results = map(one, todo)
+        else:
+            pool = concurrent.futures.ThreadPoolExecutor(jobs)
+            results = pool.map(one, todo)
+        for o in results:
+            outcomes.append(o)
+            if verbose or not o.ok:
+                log(f"{o.index:4d} {o.result:24s} {o.seconds:6.2f}s {o.mutator:13s} {o.source}: {o.what}"
+                    + (f"\n     -> {o.message}" if o.message and verbose else "")
+                    + "".join(f"\n     !! {p}" for p in o.problems))
+        return outcomes
+    finally:
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def summary(outcomes: list[Outcome], seconds: float) -> dict:
+    by = collections.Counter(o.result for o in outcomes)
+    per_mutator = collections.defaultdict(collections.Counter)
+    for o in outcomes:
+        per_mutator[o.mutator][o.result] += 1
+    return {
+        "variants": len(outcomes),
+        "clean_ingests": by.get("ingested", 0),
+        "clean_errors": {k: v for k, v in sorted(by.items()) if k not in ("ingested", "FAIL")},
+        "failures": by.get("FAIL", 0),
+        "seconds": round(seconds, 1),
+        "per_mutator": {m: dict(c) for m, c in sorted(per_mutator.items())},
+    }
+
+
+def markdown(s: dict, args) -> str:
+    classes = sorted({k for c in s["per_mutator"].values() for k in c}, key=lambda k: (k == "FAIL", k))
+    lines = [
+        "# Fuzz run",
+        "",
+        f"`python -m tests.fuzz --variants {args.variants} --seed {args.seed} --mode {args.mode} --jobs {args.jobs}`"
+        f" (what `make fuzz` runs), traceql at the commit that added this file's last change.",
+        "",
+        f"- variants: {s['variants']}",
+        f"- clean ingests: {s['clean_ingests']}",
+        f"- clean errors: {sum(s['clean_errors'].values())} ("
+        + ", ".join(f"{k} {v}" for k, v in s["clean_errors"].items()) + ")",
+        f"- failures (crash, exit 1, traceback, hang, workspace changed, leftovers, source changed): {s['failures']}",
+        f"- wall time: {s['seconds']} s on {os.cpu_count()} CPUs (1-minute load average "
+        f"{os.getloadavg()[0]:.1f} at the end: other jobs share the machine)",
+        "",
+        "| mutator | " + " | ".join(classes) + " |",
+        "|---|" + "---|" * len(classes),
+    ]
+    for m, c in s["per_mutator"].items():
+        lines.append(f"| {m} | " + " | ".join(str(c.get(k, 0)) for k in classes) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", "--variants", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="variants run at once (cli mode)")
+    ap.add_argument("--mode", choices=("cli", "api"), default="cli",
+                    help="cli: 'python -m traceql ingest' per variant (exit code and stderr checked); "
+                         "api: traceql.ingest() in this process")
+    ap.add_argument("--max-bytes", type=int, default=None, help="only sources up to this size")
+    ap.add_argument("--keep", type=Path, default=None, help="copy failing variants here")
+    ap.add_argument("--json", type=Path, default=None, help="write the summary and every outcome here")
+    ap.add_argument("--only", default=None, help="comma-separated variant numbers to run (reproduce one)")
+    ap.add_argument("--markdown", type=Path, default=None, help="write the summary as a Markdown table here")
+    ap.add_argument("-v", "--verbose", action="store_true", help="one line per variant")
+    args = ap.parse_args(argv)
+    started = time.perf_counter()
+    outcomes = run(args.variants, args.seed, args.jobs, args.mode, keep=args.keep,
+                   max_bytes=args.max_bytes, verbose=args.verbose,
+                   only={int(i) for i in args.only.split(",")} if args.only else None)
+    s = summary(outcomes, time.perf_counter() - started)
+    print(f"variants {s['variants']}: clean ingests {s['clean_ingests']}, clean errors "
+          f"{sum(s['clean_errors'].values())} ("
+          + ", ".join(f"{k} {v}" for k, v in s["clean_errors"].items())
+          + f"), failures {s['failures']}; {s['seconds']} s ({args.mode} mode, seed {args.seed})")
+    for m, c in s["per_mutator"].items():
+        print(f"  {m:14s} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+    if args.markdown:
+        args.markdown.write_text(markdown(s, args))
+    if args.json:
+        args.json.write_text(json.dumps({**s, "outcomes": [asdict(o) for o in outcomes]}, indent=1))
+    return 1 if s["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

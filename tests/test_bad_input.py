@@ -1,0 +1,588 @@
+"""The catalog of bad inputs and faults (README, "Bad input and faults"): each case with
+its documented behaviour. Cases already covered elsewhere are named here and not repeated:
+
+  missing path, a directory, text / random bytes / empty / JSON   test_detect.py (API) + below (CLI)
+  the XML .nvvp session file                                      test_detect.py (CLI)
+  SQLite without profiler tables, future major schema version    test_detect.py
+  invalid UTF-8 in names                                          test_workspace.py
+  same file across commands (replaced)                            test_workspace.py
+  an interrupted ingest (killed mid-way, exception mid-way)       test_workspace.py
+  a bad file among good ones (all or nothing)                     test_workspace.py
+"""
+
+import fcntl
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import traceql
+from fixtures.gen_nsys import generate
+from traceql.errors import InputError, WorkspaceError
+
+from . import fuzz
+from .util import REPO, make_sqlite, nsys_stub, sha256, trace_file
+
+SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+GLOBAL_PID = 4242 << 24  # nsys globalPid/globalTid of pid 4242, tid 0 (+ tid)
+
+
+def cli(*args, cwd=None, env=None, user=None, timeout=120):
+    """Run `python -m traceql ARGS` as a user would; user='nobody' drops root's privileges
+    (root ignores file modes, so read-only cases would prove nothing as root)."""
+    preexec = None
+    if user == "nobody" and os.geteuid() == 0:
+        def preexec():
+            os.setgid(65534)
+            os.setuid(65534)
+    return subprocess.run([sys.executable, "-m", "traceql", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, timeout=timeout, preexec_fn=preexec,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def one_line(proc) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("traceql: error: "), proc.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A workspace holding one trace, and its checksum."""
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([nsys_stub(tmp_path / "good.sqlite")], db=db)
+    return db
+
+
+@pytest.fixture
+def shared_tmp():
+    """A temporary folder every user can enter (pytest's tmp_path is private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="traceql-test-"))
+    folder.chmod(0o777)
+    yield folder
+    for p in [folder, *folder.rglob("*")]:
+        with __import__("contextlib").suppress(OSError):
+            p.chmod(0o777 if p.is_dir() else 0o666)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def generated(path: Path, kernels=500) -> Path:
+    generate(path, layout="3", kernels=kernels, seed=7)
+    return path
+
+
+def page_of(path: Path, table: str) -> tuple[int, int]:
+    """(page size, 1-based root page) of a table in a SQLite file."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        page_size = con.execute("PRAGMA page_size").fetchone()[0]
+        root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", [table]).fetchone()[0]
+    finally:
+        con.close()
+    return page_size, root
+
+
+def damage(path: Path, offset: int, data: bytes) -> Path:
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(data)
+    return path
+
+
+# -- what a file is: one line naming the file, the exit code of its class ----------------
+
+def _text(d):
+    return (d / "notes.sqlite").write_text("hello, world\n") and d / "notes.sqlite"
+
+
+def _random(d):
+    (d / "noise.sqlite").write_bytes(os.urandom(8192))
+    return d / "noise.sqlite"
+
+
+def _empty(d):
+    (d / "empty.sqlite").write_bytes(b"")
+    return d / "empty.sqlite"
+
+
+def _truncated(d):
+    path = generated(d / "truncated.sqlite")
+    with open(path, "r+b") as fh:
+        fh.truncate(path.stat().st_size // 2)
+    return path
+
+
+def _first_page_only(d):
+    path = generated(d / "first_page.sqlite")
+    with open(path, "r+b") as fh:
+        fh.truncate(4096)
+    return path
+
+
+def _bad_header(d):  # a page size that is not a power of two: "file is not a database"
+    return damage(generated(d / "bad_header.sqlite"), 16, (3).to_bytes(2, "big"))
+
+
+def _corrupt_page(d):  # the kernel table's root page overwritten: "database disk image is malformed"
+    path = generated(d / "corrupt_page.sqlite")
+    size, root = page_of(path, "CUPTI_ACTIVITY_KIND_KERNEL")
+    return damage(path, (root - 1) * size, b"\x0d" + b"\xff" * (size - 1))
+
+
+def _undecodable_schema(d):  # SQLite's error quotes invalid UTF-8: Python could not decode it
+    path = make_sqlite(d / "schema.sqlite", ["CREATE TABLE StringIds (id INTEGER, value TEXT)",
+                                              "PRAGMA writable_schema = ON",
+                                              "INSERT INTO sqlite_master VALUES ('table', CAST(X'ff41' AS TEXT), "
+                                              "CAST(X'ff41' AS TEXT), 0, 'CREATE TABLE x (((')"])
+    return path
+
+
+def _no_tables(d):
+    return make_sqlite(d / "other.sqlite", ["CREATE TABLE people (name TEXT)"])
+
+
+def _future(d):
+    return nsys_stub(d / "future.sqlite", version="4.0.0")
+
+
+CASES = [
+    ("missing path", lambda d: d / "nope.sqlite", 3, "no such file"),
+    ("a directory", lambda d: d, 3, "is a directory, not a profiler export"),
+    ("text file", _text, 3, "not a SQLite database"),
+    ("random bytes", _random, 3, "not a SQLite database"),
+    ("empty file", _empty, 3, "an empty file, not a SQLite database"),
+    ("truncated SQLite", _truncated, 3, "damaged"),
+    ("SQLite cut inside page 1", _first_page_only, 3, "damaged"),
+    ("damaged header", _bad_header, 3, "file is not a database"),
+    ("corrupt page", _corrupt_page, 3, "damaged SQLite database (database disk image is malformed)"),
+    ("undecodable schema", _undecodable_schema, 3, "damaged or unreadable SQLite database (SQLite's error names"),
+    ("no profiler tables", _no_tables, 3, "without Nsight Systems or nvprof tables"),
+    ("future major schema", _future, 4, "major version 4) is not supported"),
+]
+
+
+@pytest.mark.parametrize("case, make, code, cause", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_with_its_exit_code(tmp_path, workspace, case, make, code, cause):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    path = make(inputs)
+    before = sha256(workspace)
+    proc = cli("--db", str(workspace), "ingest", str(path))
+    assert proc.returncode == code, proc.stderr
+    line = one_line(proc)
+    assert line.startswith(f"traceql: error: {path}: "), line
+    assert cause in line, line
+    assert proc.stdout == ""
+    assert sha256(workspace) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.sqlite", "in", "ws.duckdb", "ws.duckdb.lock"]
+
+
+def test_a_view_broken_by_another_tool_is_ignored(tmp_path):
+    """Tools add views to exports; one whose table was dropped made detection fail with
+    'damaged or unreadable SQLite database'. traceql reads no views: ingested."""
+    path = nsys_stub(tmp_path / "a.sqlite")
+    make_sqlite(path, ["CREATE TABLE extra (x INTEGER)", "CREATE VIEW extra_view AS SELECT x FROM extra",
+                       "DROP TABLE extra"])
+    [res] = traceql.ingest([path], db=tmp_path / "ws.duckdb")
+    assert res.counts["kernel"] == 1
+
+
+def test_quoted_line_breaks_stay_on_one_line():
+    """A damaged schema's SQL, quoted in SQLite's message, can hold line breaks."""
+    err = InputError("f.sqlite: damaged (malformed database schema (X) - unrecognized token: \"\"  -- a.\n)\")")
+    assert str(err) == "f.sqlite: damaged (malformed database schema (X) - unrecognized token: \"\"  -- a. )\")"
+    assert str(WorkspaceError("plain")) == "plain"
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    proc = cli("--debug", "--db", str(tmp_path / "ws.duckdb"), "ingest", str(_truncated(tmp_path)))
+    assert proc.returncode != 0
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert "InputError" in proc.stderr
+
+
+# -- values the export's schema forbids ----------------------------------------------------
+
+BASE = [
+    "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL)",
+    "INSERT INTO StringIds VALUES (1, 'k(int)'), (2, 'k'), (3, 'cudaLaunchKernel_v7000')",
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER, "
+    "correlationId INTEGER, globalPid INTEGER, demangledName INTEGER, shortName INTEGER)",
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER, "
+    "globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER)",
+    "CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, rangeId INTEGER, "
+    "category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, "
+    "domainId INTEGER)",
+]
+
+
+def rows(db, sql):
+    with traceql.open(db) as ws:
+        return ws.sql(sql).to_pylist()
+
+
+def stats(db):
+    return {r["key"]: r["value"] for r in rows(db, "SELECT key, value FROM ingest_stats")}
+
+
+def test_nulls_where_the_exporter_says_not_null(tmp_path):
+    """Rows without a start or end are left out and counted; other NULLs stay NULL."""
+    g = GLOBAL_PID
+    path = make_sqlite(tmp_path / "nulls.sqlite", BASE + [
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (NULL, 250, 0, 7, 5, {g}, 1, 2), "
+        f"(100, NULL, 0, 7, 5, {g}, 1, 2), (100, 200, NULL, NULL, NULL, NULL, NULL, NULL)",
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (NULL, 10, 0, {g}, 5, 3, 0), "
+        "(5, 10, NULL, NULL, NULL, NULL, NULL)",
+        f"INSERT INTO NVTX_EVENTS VALUES (NULL, 10, 59, NULL, NULL, NULL, 'a', {g}, NULL, NULL, NULL), "
+        "(1, 10, 59, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"])
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([path], db=db)
+    assert rows(db, "SELECT ts, dur, device_id, stream_id, pid, name FROM kernel") == [
+        {"ts": 100, "dur": 100, "device_id": None, "stream_id": None, "pid": None, "name": None}]
+    assert rows(db, "SELECT ts, dur, name, correlation_id FROM api_call") == [
+        {"ts": 5, "dur": 5, "name": None, "correlation_id": None}]
+    assert rows(db, "SELECT ts, dur, name FROM nvtx_range") == [{"ts": 1, "dur": 9, "name": None}]
+    s = stats(db)
+    assert s["source.rows_without_start_or_end"] == 3
+    assert s["nvtx.rows_without_start"] == 1
+    assert s["kernel.unnamed"] == 1
+
+
+def test_zero_and_negative_durations_are_kept_and_flagged(tmp_path):
+    """Zero durations are ordinary; an end before its start is kept as a negative dur (not
+    clamped, not dropped) and counted as a warning per view."""
+    g = GLOBAL_PID
+    path = make_sqlite(tmp_path / "durations.sqlite", BASE + [
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 100, 0, 7, 5, {g}, 1, 2), "
+        f"(300, 200, 0, 7, 6, {g}, 1, 2), (-50, 20, 0, 7, 7, {g}, 1, 2)",
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (50, 50, 0, {g}, 5, 3, 0), (60, 40, 0, {g}, 6, 3, 0)",
+        f"INSERT INTO NVTX_EVENTS VALUES (10, 10, 59, NULL, NULL, NULL, 'zero', {g}, NULL, NULL, NULL), "
+        f"(40, 30, 59, NULL, NULL, NULL, 'backwards', {g}, NULL, NULL, NULL)"])
+    db = tmp_path / "ws.duckdb"
+    [res] = traceql.ingest([path], db=db)
+    assert rows(db, "SELECT ts, dur FROM kernel ORDER BY kernel_id") == [
+        {"ts": -50, "dur": 70}, {"ts": 100, "dur": 0}, {"ts": 300, "dur": -100}]
+    assert rows(db, "SELECT ts, dur FROM api_call ORDER BY api_id") == [{"ts": 50, "dur": 0}, {"ts": 60, "dur": -20}]
+    assert rows(db, "SELECT name, dur FROM nvtx_range ORDER BY range_id") == [
+        {"name": "zero", "dur": 0}, {"name": "backwards", "dur": -10}]
+    s = stats(db)
+    assert (s["gpu_op.negative_duration"], s["nvtx_range.negative_duration"], s["api_call.negative_duration"]) == (1, 1, 1)
+    assert any("end lies before their start" in w for w in res.warnings)
+
+
+def test_very_long_nvtx_strings(tmp_path):
+    """1 MB range names (inline text and through StringIds) are kept whole and reported."""
+    g = GLOBAL_PID
+    path = make_sqlite(tmp_path / "long.sqlite", BASE + [
+        "INSERT INTO StringIds VALUES (4, printf('%.*c', 1048576, 'y'))",
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 150, 0, 7, 5, {g}, 1, 2)",
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (50, 60, 0, {g}, 5, 3, 0)",
+        f"INSERT INTO NVTX_EVENTS VALUES (10, 1000, 59, NULL, NULL, NULL, printf('%.*c', 1048576, 'x'), {g}, "
+        "NULL, NULL, NULL)",
+        f"INSERT INTO NVTX_EVENTS VALUES (20, 900, 59, NULL, NULL, NULL, NULL, {g}, NULL, 4, NULL)"])
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([path], db=db)
+    assert rows(db, "SELECT left(name, 1) AS c, length(name) AS n, depth, length(path) AS p FROM nvtx_range "
+                    "ORDER BY range_id") == [{"c": "x", "n": 1 << 20, "depth": 0, "p": 1 << 20},
+                                             {"c": "y", "n": 1 << 20, "depth": 1, "p": (2 << 20) + 3}]
+    proc = cli("--db", str(db), "report", "--by", "range", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout) > 2 << 20
+
+
+def test_values_beyond_the_contract_types_are_an_input_error(tmp_path, workspace):
+    """An end of 2**63-1 (the duration overflows) or a device id beyond INT32 used to stop
+    with 'internal error'; they are a damaged input, exit 3, naming the file."""
+    g = GLOBAL_PID
+    huge = make_sqlite(tmp_path / "huge_end.sqlite", BASE + [
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (-9223372036854775808, 5, 0, 7, 5, {g}, 1, 2)"])
+    device = make_sqlite(tmp_path / "device.sqlite", BASE + [
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 5, 9223372036854775807, 7, 5, {g}, 1, 2)"])
+    before = sha256(workspace)
+    for path, cause in ((huge, "Overflow in subtraction"), (device, "out of range for the destination type INT32")):
+        with pytest.raises(InputError, match="holds values traceql cannot store") as err:
+            traceql.ingest([path], db=workspace)
+        assert str(err.value).startswith(f"{path}: ") and cause in str(err.value)
+        proc = cli("--db", str(workspace), "ingest", str(path))
+        assert proc.returncode == 3 and str(path) in one_line(proc)
+    assert sha256(workspace) == before
+
+
+def test_undecodable_text_in_a_number_column(tmp_path):
+    """Invalid UTF-8 where a number belongs made DuckDB's own error message undecodable
+    (UnicodeDecodeError, exit 1); the table is now read by the fallback reader."""
+    path = make_sqlite(tmp_path / "text_ids.sqlite", BASE[:1] + [
+        "INSERT INTO StringIds VALUES (1, 'k(int)'), (2, 'k')",
+        "CREATE TABLE S2 (id TEXT, value TEXT)",
+        "INSERT INTO S2 SELECT CASE WHEN id = 2 THEN CAST(X'ffc328' AS TEXT) ELSE id END, value FROM StringIds",
+        "DROP TABLE StringIds", "ALTER TABLE S2 RENAME TO StringIds", *BASE[2:3],
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 5, 0, 7, 5, {GLOBAL_PID}, 1, 2)"])
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([path], db=db)
+    assert rows(db, "SELECT name, short_name FROM kernel") == [{"name": "k(int)", "short_name": None}]
+    assert "source.read_with_sqlite3.StringIds" in stats(db)
+
+
+def test_repeated_string_ids_do_not_multiply_rows(tmp_path):
+    """StringIds ids are a PRIMARY KEY; a damaged copy that repeats them multiplied every
+    kernel by 8 (three name joins) and blew a real trace up to out-of-memory. The first
+    row of each id is kept, with a warning."""
+    path = make_sqlite(tmp_path / "dups.sqlite", BASE[:1] + [
+        "CREATE TABLE S2 (id INTEGER, value TEXT)",
+        "INSERT INTO S2 VALUES (1, 'k(int)'), (2, 'k'), (1, 'other(int)'), (2, 'other')",
+        "DROP TABLE StringIds", "ALTER TABLE S2 RENAME TO StringIds", *BASE[2:3],
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 5, 0, 7, 5, {GLOBAL_PID}, 1, 2)"])
+    db = tmp_path / "ws.duckdb"
+    [res] = traceql.ingest([path], db=db)
+    assert rows(db, "SELECT name, short_name FROM kernel") == [{"name": "k(int)", "short_name": "k"}]
+    assert stats(db)["source.duplicate_keys.StringIds"] == 2
+    assert any("repeats ids" in w for w in res.warnings)
+
+
+# -- the same file twice ---------------------------------------------------------------------
+
+def test_same_file_twice_in_one_command_is_read_once(tmp_path):
+    a = nsys_stub(tmp_path / "a.sqlite")
+    (tmp_path / "link.sqlite").symlink_to(a)
+    db = tmp_path / "ws.duckdb"
+    proc = cli("--db", str(db), "ingest", "a.sqlite", str(a), "./link.sqlite", str(nsys_stub(tmp_path / "b.sqlite")),
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert [ln.split(":")[0] for ln in out if ln.startswith(("added", "replaced"))] == ["added trace 1", "added trace 2"]
+    assert f"  warning: a.sqlite was given 3 times; ingested once" in out
+    assert rows(db, "SELECT trace_id, count(*) AS n FROM kernel GROUP BY 1 ORDER BY 1") == [
+        {"trace_id": 1, "n": 1}, {"trace_id": 2, "n": 1}]
+    # and across commands: the trace is replaced, not added again
+    again = cli("--db", str(db), "ingest", str(a))
+    assert again.stdout.startswith(f"replaced trace 1: {a}")
+    assert rows(db, "SELECT count(*) AS n FROM trace") == [{"n": 2}]
+
+
+# -- two ingests into one workspace --------------------------------------------------------
+
+def test_a_second_ingest_waits_for_the_first(tmp_path, workspace):
+    lock = open(workspace.with_name(workspace.name + ".lock"), "a+")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    lock.seek(0), lock.truncate(), lock.write("31337\n"), lock.flush()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "traceql", "--db", str(workspace), "ingest",
+                                 str(nsys_stub(tmp_path / "b.sqlite"))], cwd=REPO, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        time.sleep(2.0)
+        assert proc.poll() is None, "the second ingest did not wait"
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert err == (f"traceql: {workspace}: waiting for another traceql ingest (pid 31337) "
+                   "into this workspace to end\n")
+    assert out.startswith("added trace 2")
+
+
+def test_lock_timeout_fails_cleanly_with_exit_5(tmp_path, workspace):
+    before = sha256(workspace)
+    with open(workspace.with_name(workspace.name + ".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.seek(0), lock.truncate(), lock.write("31337\n"), lock.flush()
+        now = cli("--db", str(workspace), "ingest", str(nsys_stub(tmp_path / "b.sqlite")),
+                  env={"TRACEQL_LOCK_TIMEOUT": "0"})
+        later = cli("--db", str(workspace), "ingest", str(tmp_path / "b.sqlite"),
+                    env={"TRACEQL_LOCK_TIMEOUT": "0.5"})
+    assert now.returncode == 5
+    assert one_line(now) == (f"traceql: error: {workspace}: another traceql ingest (pid 31337) is writing this "
+                             "workspace; try again when it ends (TRACEQL_LOCK_TIMEOUT sets how long to wait)")
+    assert later.returncode == 5
+    assert "after waiting 0.5 s" in later.stderr.splitlines()[-1]
+    assert sha256(workspace) == before
+    bad = cli("--db", str(workspace), "ingest", str(tmp_path / "b.sqlite"), env={"TRACEQL_LOCK_TIMEOUT": "soon"})
+    assert bad.returncode == 2 and one_line(bad) == "traceql: error: TRACEQL_LOCK_TIMEOUT=soon: not a number of seconds"
+
+
+def test_concurrent_ingests_both_land(tmp_path, workspace):
+    files = [generated(tmp_path / f"rank{i}.sqlite", kernels=500) for i in range(3)]
+    procs = [subprocess.Popen([sys.executable, "-m", "traceql", "--db", str(workspace), "ingest", str(f)],
+                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}) for f in files]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert rows(workspace, "SELECT count(*) AS n, count(DISTINCT path) AS paths FROM trace") == [{"n": 4, "paths": 4}]
+    assert rows(workspace, "SELECT count(*) AS n FROM kernel") == [{"n": 1 + 3 * 500}]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_the_next_ingest_removes_what_a_killed_one_left(tmp_path, workspace):
+    """kill -9 leaves the dead ingest's temporary copy (and spill folder); the next ingest
+    into that workspace, holding the lock, removes them."""
+    (tmp_path / ".ws.duckdb.ingest-99999.tmp").write_bytes(b"x" * 1000)
+    (tmp_path / ".ws.duckdb.ingest-99999.tmp.wal").write_bytes(b"x")
+    (tmp_path / ".ws.duckdb.ingest-99999.spill").mkdir()
+    (tmp_path / ".other.duckdb.ingest-99999.tmp").write_bytes(b"not ours")
+    traceql.ingest([nsys_stub(tmp_path / "b.sqlite")], db=workspace)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [".other.duckdb.ingest-99999.tmp"]
+
+
+# -- permissions -------------------------------------------------------------------------------
+# Root ignores file modes, so as root these run the CLI as 'nobody' when that user can run
+# this Python; otherwise (e.g. an interpreter under /root) the workspace checks run
+# in-process with os.access answering as the modes say, as for any other user.
+
+def can_drop_privileges() -> bool:
+    if os.geteuid() != 0:
+        return True  # not root: the modes apply as they are
+    try:
+        return cli("--version", user="nobody", timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def modes_as_for_a_user(monkeypatch):
+    real = os.access
+
+    def access(path, mode, **kw):
+        if mode & os.W_OK and not os.stat(path).st_mode & 0o222:
+            return False
+        return real(path, mode, **kw)
+    monkeypatch.setattr(os, "access", access)
+
+
+def test_read_only_source_directory(shared_tmp):
+    """A real export in a read-only folder (read-only file): ingested, the file byte for
+    byte and mtime unchanged, nothing created next to it (no journal, -wal or -shm)."""
+    src = shared_tmp / "src"
+    src.mkdir()
+    copy = src / "profile.sqlite"
+    shutil.copy2(trace_file(SAXPY), copy)
+    copy.chmod(0o444)
+    src.chmod(0o555)
+    before = (sha256(copy), copy.stat().st_mtime_ns, sorted(os.listdir(src)))
+    ws = shared_tmp / "ws"
+    ws.mkdir()
+    ws.chmod(0o777)
+    user = "nobody" if can_drop_privileges() else None
+    proc = cli("--db", str(ws / "ws.duckdb"), "ingest", str(copy), user=user, env={"HOME": str(ws)})
+    assert proc.returncode == 0, proc.stderr
+    assert (sha256(copy), copy.stat().st_mtime_ns, sorted(os.listdir(src))) == before
+    assert stat.S_IMODE(src.stat().st_mode) == 0o555
+    assert rows(ws / "ws.duckdb", "SELECT count(*) AS n FROM kernel") == [{"n": 5}]
+
+
+def ingest_as_user(db: Path, src: Path, monkeypatch) -> tuple[int, str]:
+    """(exit code, the one error line) of 'traceql ingest' as a user without root's rights."""
+    if can_drop_privileges():
+        proc = cli("--db", str(db), "ingest", str(src), user="nobody")
+        return proc.returncode, one_line(proc) if proc.returncode else ""
+    modes_as_for_a_user(monkeypatch)
+    try:
+        traceql.ingest([src], db=db)
+    except traceql.TraceqlError as exc:
+        return exc.exit_code, f"traceql: error: {exc}"
+    finally:
+        monkeypatch.undo()
+    return 0, ""
+
+
+def test_unwritable_workspace_location(shared_tmp, monkeypatch):
+    good = nsys_stub(shared_tmp / "a.sqlite")
+    good.chmod(0o444)
+    locked = shared_tmp / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    code, line = ingest_as_user(locked / "ws.duckdb", good, monkeypatch)
+    assert code == 5
+    assert line == f"traceql: error: {locked / 'ws.duckdb'}: directory {locked} is not writable"
+    assert os.listdir(locked) == []
+
+    ro = shared_tmp / "ro"
+    ro.mkdir()
+    traceql.ingest([good], db=ro / "ws.duckdb")
+    (ro / "ws.duckdb").chmod(0o444)
+    ro.chmod(0o777)
+    before = sha256(ro / "ws.duckdb")
+    code, line = ingest_as_user(ro / "ws.duckdb", good, monkeypatch)
+    assert code == 5
+    assert line == f"traceql: error: {ro / 'ws.duckdb'}: the workspace file is read-only"
+    assert sha256(ro / "ws.duckdb") == before
+
+    missing = shared_tmp / "no" / "such" / "ws.duckdb"
+    proc = cli("--db", str(missing), "ingest", str(good))
+    assert proc.returncode == 5 and "does not exist" in one_line(proc)
+
+
+def test_workspace_is_a_directory(tmp_path):
+    with pytest.raises(WorkspaceError, match="is a directory, not a workspace file"):
+        traceql.ingest([nsys_stub(tmp_path / "a.sqlite")], db=tmp_path)
+
+
+# -- hostile --match values ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def named_ranges(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hostile")
+    g = GLOBAL_PID
+    names = ["a%b", "a_b", "axb", "it's", "plain"]
+    path = make_sqlite(tmp / "ranges.sqlite", BASE + [
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 150, 0, 7, 5, {g}, 1, 2)",
+        *[f"INSERT INTO NVTX_EVENTS VALUES ({10 * i}, {10 * i + 5}, 59, NULL, NULL, NULL, '{n.replace(chr(39), chr(39) * 2)}', "
+          f"{g}, NULL, NULL, NULL)" for i, n in enumerate(names)]])
+    db = tmp / "ws.duckdb"
+    traceql.ingest([path], db=db)
+    return db
+
+
+@pytest.mark.parametrize("word, expected", [
+    ("'; DROP TABLE kernel; --", []),
+    ("%", ["a%b"]),
+    ("_", ["a_b"]),
+    ("'", ["it's"]),
+    ("it's", ["it's"]),
+    ("\\", []),
+    ("$match", []),
+    ("x" * 100_000, []),
+    ("A", ["a%b", "a_b", "axb", "plain"]),
+])
+def test_hostile_match_values_are_bound_parameters(named_ranges, word, expected):
+    """--match words are DuckDB parameters compared with contains(): no SQL injection, and
+    % and _ are ordinary characters, not LIKE wildcards."""
+    before = sha256(named_ranges)
+    with traceql.open(named_ranges) as ws:
+        got = sorted(r["name"] for r in ws.report("range", match=[word]).to_pylist())
+    assert got == expected
+    assert sha256(named_ranges) == before
+    assert rows(named_ranges, "SELECT count(*) AS n FROM kernel") == [{"n": 1}]
+
+
+def test_hostile_match_through_the_cli(named_ranges):
+    before = sha256(named_ranges)
+    proc = cli("--db", str(named_ranges), "report", "--by", "range", "--format", "csv",
+               "--match", "'; DROP TABLE kernel; --", "--match", "%", "--match", "y" * 50_000)
+    assert proc.returncode == 0, proc.stderr
+    assert [ln.split(",")[0] for ln in proc.stdout.splitlines()] == ["name", "a%b"]
+    assert sha256(named_ranges) == before
+
+
+# -- fuzzing: a seeded subset of `make fuzz` ---------------------------------------------------
+
+def test_fuzz_subset(tmp_path):
+    """30 seeded variants of the smaller real exports (every mutator at least twice),
+    ingested in-process: each a clean ingest or a TraceqlError, the workspace unchanged
+    after an error, no leftovers, the variant unchanged. `make fuzz` runs 300 through the CLI."""
+    if not fuzz.sources():
+        pytest.skip("../shared/traces not present")
+    outcomes = fuzz.run(30, seed=2024, mode="api", work=tmp_path, max_bytes=400_000, log=lambda *_: None)
+    failures = [f"{o.index} {o.mutator} {o.source}: {o.what}: {o.problems}" for o in outcomes if not o.ok]
+    assert not failures, "\n".join(failures)
+    assert len(outcomes) == 30
+    assert {o.mutator for o in outcomes} == set(fuzz.MUTATORS)
+    assert {o.result for o in outcomes} >= {"ingested", "InputError"}
