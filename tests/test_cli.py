@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS
+
 from .util import REPO, nsys_stub, trace_file
 
 SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
@@ -51,7 +53,7 @@ def test_ingest_info_sql_export(tmp_path):
 
     out = tmp_path / "out"
     exp = traceql("--db", str(db), "export", "--format", "csv", "-o", str(out))
-    assert exp.stdout.strip() == f"wrote 14 files to {out}"
+    assert exp.stdout.strip() == f"wrote {len(CONTRACT_TABLES + CONTRACT_VIEWS)} files to {out}"
     assert (out / "kernel.csv").read_text().count("\n") == 6
 
 

@@ -259,6 +259,9 @@ REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one ro
 --by thread  API calls per CPU thread and the GPU work they launched
 --by launch  per kernel name: launch call time, queue delay, kernel time
 --by range   NVTX ranges: CPU time and the GPU work launched inside them
+--by op      PyTorch ops: forward and backward GPU time, FLOPs, TFLOP/s, roofline efficiency
+--by kernel-op  one row per kernel with its PyTorch op (PyProf's table; -c picks columns)
+--by layer   GPU work per PyProf 'layer:' NVTX annotation, forward and backward
 
 Time statistics follow nsys stats: calls, total_ns, pct, avg_ns, med_ns, min_ns, max_ns,
 stddev_ns (sample standard deviation, n - 1). pct is the row's share of the summed time of
@@ -293,18 +296,30 @@ give times in ns; tables show readable units, or --unit.
 @click.option("--match", "match", multiple=True, metavar="WORD",
               help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
 @click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
+@click.option("--with-shapes", is_flag=True, help="op: split each op by the input sizes of its calls.")
+@click.option("--level", type=click.Choice(["top", "leaf"]), default="top", show_default=True,
+              help="op: the outermost op of each call stack (aten::linear) or the op that launched the kernels "
+                   "(aten::addmm).")
+@click.option("--peak-tflops", type=click.FloatRange(min=0, min_open=True), default=None, metavar="TFLOPS",
+              help="op: peak TFLOP/s for the roofline instead of the GPU's (device_peak).")
+@click.option("--peak-gbps", type=click.FloatRange(min=0, min_open=True), default=None, metavar="GBPS",
+              help="op: peak memory bandwidth in GB/s for the roofline instead of the GPU's.")
 @click.pass_context
 def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
-           max_depth, match, domain):
+           max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps):
     for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range"),
                                  ("--depth", "max_depth", "range"), ("--match", "match", "range"),
-                                 ("--domain", "domain", "range")):
+                                 ("--domain", "domain", "range"), ("--with-shapes", "with_shapes", "op"),
+                                 ("--level", "level", "op"), ("--peak-tflops", "peak_tflops", "op"),
+                                 ("--peak-gbps", "peak_gbps", "op")):
         if by != owner and ctx.get_parameter_source(param) != click.core.ParameterSource.DEFAULT:
             raise UsageError(f"{option} applies to --by {owner} only")
     check_unit(unit, fmt)
     params = {"with_dims": with_dims} if by == "kernel" else {}
     if by == "range":
         params = {"group_by": group_by, "max_depth": max_depth, "match": list(match) or None, "domain": domain}
+    if by == "op":
+        params = {"with_shapes": with_shapes, "level": level, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
     obj: Context = ctx.obj
     with obj.open() as ws:
         table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,

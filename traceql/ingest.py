@@ -26,6 +26,7 @@ from . import __version__
 from .adapters import prepare as prepare_adapters
 from .detect import Detected, detect
 from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageError, WorkspaceError
+from .pytorch import prepare_kernel_op
 from .reader import stage
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
 
@@ -361,7 +362,10 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
 
     # correlation: launching calls, enclosing ranges, per-range GPU work (schemas/derive/)
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
-    for table in ("launch", "op_range", "range_gpu"):
+    # PyTorch ops, their kernels with FLOPs and bytes, GPU peaks (traceql/pytorch.py)
+    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak"):
+        if table == "kernel_op":
+            prepare_kernel_op(con)
         con.execute(read_schema(f"derive/{table}.sql"))
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
 

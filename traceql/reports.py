@@ -28,6 +28,9 @@ REPORTS = {
     "thread": ("thread", {}),
     "launch": ("launch", {}),
     "range": ("range", {"group_by": "name"}),
+    "op": ("op", {"with_shapes": False, "level": "top"}),
+    "kernel-op": ("kernel_op", {}),
+    "layer": ("layer", {}),
 }
 
 

@@ -10,7 +10,8 @@ from importlib import resources
 
 CONTRACT_TABLES = (
     "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset",
-    "nvtx_range", "nvtx_mark", "launch", "op_range", "range_gpu", "ingest_stats",
+    "nvtx_range", "nvtx_mark", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
+    "ingest_stats",
 )
 CONTRACT_VIEWS = ("gpu_op",)
 
@@ -20,7 +21,8 @@ ROW_ORDER = {
     "api_call": "trace_id, api_id", "kernel": "trace_id, kernel_id", "memcpy": "trace_id, memcpy_id",
     "memset": "trace_id, memset_id", "nvtx_range": "trace_id, range_id", "nvtx_mark": "trace_id, mark_id",
     "launch": "trace_id, op_id", "op_range": "trace_id, op_id, depth, range_id",
-    "range_gpu": "trace_id, range_id", "ingest_stats": "trace_id, key", "gpu_op": "trace_id, op_id",
+    "range_gpu": "trace_id, range_id", "torch_op": "trace_id, range_id", "kernel_op": "trace_id, kernel_id",
+    "device_peak": "trace_id, device_id", "ingest_stats": "trace_id, key", "gpu_op": "trace_id, op_id",
 }
 
 

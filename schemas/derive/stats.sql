@@ -43,4 +43,14 @@ SELECT n.trace_id, 'nvtx_range.without_gpu_work', count(*), 'info',
        'NVTX ranges that launched no GPU work (no row in range_gpu)'
 FROM nvtx_range n
 WHERE NOT EXISTS (SELECT 1 FROM range_gpu g WHERE g.trace_id = n.trace_id AND g.range_id = n.range_id)
-GROUP BY n.trace_id;
+GROUP BY n.trace_id
+UNION ALL
+SELECT trace_id, 'torch_op.backward_unpaired', count(*), 'info',
+       'autograd backward nodes with a seq but no earlier forward op of that seq in their process (forward outside the capture?)'
+FROM torch_op
+WHERE kind = 'backward_node' AND seq IS NOT NULL AND fwd_range_id IS NULL AND name <> 'torch::autograd::GraphRoot'
+GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'kernel_op.dtype_from_kernel_names', count(*), 'info',
+       'kernels whose op call has no dtype in the trace (emit_nvtx sizes): its dtype, and so its bytes, were inferred from kernel names'
+FROM kernel_op WHERE unit_kind = 'op' AND dtype IS NOT NULL GROUP BY trace_id;

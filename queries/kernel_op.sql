@@ -1,0 +1,54 @@
+-- kernel_op: one row per kernel with the PyTorch op that launched it, PyProf's per-kernel table: index, seq, thread, layer, direction, op, shapes, duration, tensor cores, launch geometry, FLOPs and bytes.
+-- input: kernel
+-- param trace_id: only this trace (NULL: every trace in the workspace)
+-- param per_trace: true to number the kernels within each trace (a trace_id column first)
+-- column trace_id if per_trace: trace of the row (trace.trace_id)
+-- column idx: 1-based position of the kernel in GPU start order (within the trace with per_trace)
+-- column seq: autograd seq of the kernel's op (forward) or backward node (kernel_op.seq)
+-- column altseq: other seq numbers of the enclosing ops, joined by ',' (kernel_op.altseq)
+-- column tid: thread of the launching call (launch.tid)
+-- column layer: 'layer:' NVTX names around the launch (for backward kernels: around the forward op), joined by ':'
+-- column dir: 'forward' or 'backward'; NULL outside every PyTorch op
+-- column sub: index of the kernel within its op call (kernel_op.call_index)
+-- column mod: module of the PyProf marker of the call (e.g. 'torch.nn.functional'); NULL without one
+-- column op: forward kernels: the op that launched them (torch_op.name, else the PyProf marker's op); backward kernels: the forward op their node was paired with, else the op that launched them
+-- column node: backward kernels: the autograd node they ran in (e.g. 'AddmmBackward0')
+-- column kernel: kernel name without template arguments and parameters (kernel.short_name)
+-- column params: shapes and dtype of the costed call, PyProf style (kernel_op.params)
+-- column sil: kernel duration in ns (PyProf's 'silicon time')
+-- column tc: '1' the kernel runs on tensor cores (its name matches a tensor-core pattern), '0' a matrix product, convolution or attention kernel that does not, '-' otherwise
+-- column device: GPU (kernel.device_id)
+-- column stream: CUDA stream (kernel.stream_id)
+-- column grid: grid size 'x,y,z'
+-- column block: block size 'x,y,z'
+-- column flops: FLOPs of the costed call on its longest kernel, 0 on its others, NULL without a formula (kernel_op.flops)
+-- column bytes: DRAM bytes, likewise (kernel_op.bytes)
+-- label sil: Sil
+WITH input AS (
+    SELECT *
+    FROM kernel
+    WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+      AND /* where */ TRUE
+)
+SELECT
+    CASE WHEN $per_trace THEN k.trace_id END AS trace_id,
+    row_number() OVER (PARTITION BY CASE WHEN $per_trace THEN k.trace_id END ORDER BY k.trace_id, k.ts, k.kernel_id) AS idx,
+    o.seq, o.altseq, l.tid, o.layer, o.direction AS dir, o.call_index AS sub,
+    m.module AS mod,
+    CASE WHEN o.direction = 'backward' THEN coalesce(f.name, c.name)
+         ELSE coalesce(c.name, m.name) END AS op,
+    n.name AS node,
+    k.short_name AS kernel, o.params, k.dur AS sil,
+    CASE WHEN o.tensor_core THEN '1' WHEN o.op_family IN ('matmul', 'conv', 'attention') THEN '0' ELSE '-' END AS tc,
+    k.device_id AS device, k.stream_id AS stream,
+    concat_ws(',', k.grid_x, k.grid_y, k.grid_z) AS grid,
+    concat_ws(',', k.block_x, k.block_y, k.block_z) AS block,
+    o.flops, o.bytes
+FROM input k
+LEFT JOIN kernel_op o ON o.trace_id = k.trace_id AND o.kernel_id = k.kernel_id
+LEFT JOIN launch l ON l.trace_id = k.trace_id AND l.op_id = k.kernel_id
+LEFT JOIN torch_op c ON c.trace_id = o.trace_id AND c.range_id = o.op_range_id
+LEFT JOIN torch_op f ON f.trace_id = o.trace_id AND f.range_id = o.fwd_range_id AND o.direction = 'backward'
+LEFT JOIN torch_op n ON n.trace_id = o.trace_id AND n.range_id = o.node_range_id
+LEFT JOIN torch_op m ON m.trace_id = o.trace_id AND m.range_id = o.marker_range_id
+ORDER BY k.trace_id, k.ts, k.kernel_id;

@@ -1,0 +1,57 @@
+-- derived_kernel_op: one row per kernel of the trace being ingested (getvariable('trace_id'))
+-- launched inside a torch op, a PyProf marker or a 'layer:' range. Reads raw.kop_units and
+-- raw.kop_unit_inputs (derive/kernel_op_units.sql), torch_unit_cost (the FLOPs and bytes that
+-- traceql/pytorch.py computed per distinct costed call) and torch_tensor_core_patterns
+-- (schemas/torch/tensor_core_patterns.csv: the first pattern that matches a kernel's
+-- demangled name says whether it runs on tensor cores; none matching: it does not).
+--
+-- A unit's FLOPs and bytes are given on its longest kernel (then the first launched) and 0 on
+-- its other kernels, so sums over kernels count each call once. A unit whose range also
+-- holds kernels costed by a nested call would count them twice: its cost is NULL.
+-- call_index numbers the kernels of one op call in launch order (the launching call's start).
+CREATE OR REPLACE TEMP VIEW derived_kernel_op AS
+WITH tc AS (
+    SELECT name, arg_min(tensor_core, prio) AS tensor_core
+    FROM (SELECT DISTINCT name FROM kernel WHERE trace_id = getvariable('trace_id') AND name IS NOT NULL) k
+    JOIN (SELECT row_number() OVER () AS prio, pattern, CAST(tensor_core AS BOOLEAN) AS tensor_core
+          FROM torch_tensor_core_patterns) p
+      ON regexp_matches(k.name, p.pattern)
+    GROUP BY name
+),
+units AS (
+    SELECT i.unit_kind, i.unit_range_id, i.overlaps, c.dtype, c.op_family, c.params, c.tc_eligible,
+           CASE WHEN NOT i.overlaps THEN c.flops END AS flops,
+           CASE WHEN NOT i.overlaps THEN c.bytes END AS bytes
+    FROM raw.kop_unit_inputs i
+    LEFT JOIN torch_unit_cost c
+      ON c.unit_kind = i.unit_kind AND c.key IS NOT DISTINCT FROM i.key AND c.sizes IS NOT DISTINCT FROM i.sizes
+     AND c.marker_text IS NOT DISTINCT FROM i.marker_text AND c.kdtype IS NOT DISTINCT FROM i.kdtype
+),
+k AS (
+    SELECT u.*, kk.name, kk.dur, l.api_ts,
+           coalesce(u.op_range_id, u.marker_range_id) AS call_id
+    FROM raw.kop_units u
+    JOIN kernel kk ON kk.trace_id = getvariable('trace_id') AND kk.kernel_id = u.kernel_id
+    LEFT JOIN launch l ON l.trace_id = kk.trace_id AND l.op_id = kk.kernel_id
+),
+ranked AS (
+    SELECT k.*,
+           CASE WHEN call_id IS NOT NULL THEN
+               row_number() OVER (PARTITION BY call_id ORDER BY api_ts NULLS LAST, kernel_id) - 1 END AS call_index,
+           CASE WHEN call_id IS NOT NULL THEN count(*) OVER (PARTITION BY call_id) END AS call_kernels,
+           CASE WHEN unit_kind IS NOT NULL THEN
+               row_number() OVER (PARTITION BY unit_kind, unit_range_id ORDER BY dur DESC, kernel_id) = 1 END AS carries
+    FROM k
+)
+SELECT getvariable('trace_id')::INTEGER AS trace_id, r.kernel_id, r.op_range_id, r.direction, r.node_range_id,
+       r.fwd_range_id, r.marker_range_id, r.seq,
+       nullif(array_to_string(list_filter(r.seqs, s -> s IS DISTINCT FROM r.seq), ','), '') AS altseq,
+       CAST(r.call_index AS INTEGER) AS call_index, CAST(r.call_kernels AS INTEGER) AS call_kernels, r.layer,
+       r.unit_range_id, r.unit_kind, u.dtype, u.op_family, u.params,
+       CASE WHEN u.flops IS NOT NULL THEN CASE WHEN r.carries THEN u.flops ELSE 0 END END AS flops,
+       CASE WHEN u.bytes IS NOT NULL THEN CASE WHEN r.carries THEN u.bytes ELSE 0 END END AS bytes,
+       coalesce(t.tensor_core, false) AS tensor_core,
+       u.tc_eligible
+FROM ranked r
+LEFT JOIN units u ON u.unit_kind = r.unit_kind AND u.unit_range_id = r.unit_range_id
+LEFT JOIN tc t ON t.name = r.name;

@@ -1,0 +1,118 @@
+-- raw.kop_units: the first step of kernel_op (traceql/pytorch.py runs it, computes the FLOPs
+-- and bytes of the distinct costed calls in Python, then derive/kernel_op.sql joins them).
+-- One row per kernel of the trace being ingested (getvariable('trace_id')) launched inside a
+-- torch op, a PyProf marker or a 'layer:' range. It reads the temporary tables
+-- torch_formula_key (module, name -> formula key, from traceql.flops) and
+-- torch_kernel_dtypes (schemas/torch/kernel_dtypes.csv).
+--
+-- The op call of a kernel is its innermost enclosing torch op. The call that costs it (its
+-- unit) is, in this order:
+--   'op'       the innermost enclosing torch op with input sizes and a formula (record_shapes);
+--   'pyprof'   else the innermost enclosing PyProf argument marker with a formula;
+--   'backward' else, for a backward kernel, the PyProf marker around the forward op its node
+--              was paired with, costed as the backward of that call (PyProf's way: backward
+--              kernels have no shapes of their own).
+-- A unit's cost goes to its longest kernel (derive/kernel_op.sql).
+-- seq_head: a forward op that heads a seq (its enclosing op has another seq or none): the op
+-- a backward node with that seq pairs with (derive/torch_op.sql).
+CREATE OR REPLACE TABLE raw.kop_enc AS
+SELECT r.op_id AS kernel_id, r.depth, t.range_id, t.kind, t.seq, t.sizes, fk.key,
+       t.kind = 'op' AND t.direction = 'forward' AND t.seq IS NOT NULL
+           AND (p.range_id IS NULL OR p.seq IS DISTINCT FROM t.seq) AS seq_head
+FROM op_range r
+JOIN torch_op t ON t.trace_id = r.trace_id AND t.range_id = r.range_id
+LEFT JOIN torch_op p ON p.trace_id = t.trace_id AND p.range_id = t.parent_op_range_id
+LEFT JOIN torch_formula_key fk ON fk.name = t.name AND fk.module IS NOT DISTINCT FROM t.module
+WHERE r.trace_id = getvariable('trace_id') AND r.op_kind = 'kernel';
+
+CREATE OR REPLACE TABLE raw.kop_units AS
+WITH per AS (
+    SELECT kernel_id,
+           arg_max(range_id, depth) FILTER (WHERE kind <> 'pyprof') AS op_range_id,
+           arg_max(range_id, depth) FILTER (WHERE kind = 'pyprof') AS marker_range_id,
+           arg_max(range_id, depth) FILTER (WHERE kind <> 'pyprof' AND sizes IS NOT NULL AND key IS NOT NULL) AS op_unit,
+           arg_max(range_id, depth) FILTER (WHERE kind = 'pyprof' AND key IS NOT NULL) AS marker_unit,
+           arg_max(seq, depth) FILTER (WHERE kind <> 'pyprof' AND seq IS NOT NULL) AS inner_seq,
+           arg_max(range_id, depth) FILTER (WHERE seq_head) AS seq_head,
+           list_sort(list_distinct(list(seq) FILTER (WHERE seq IS NOT NULL))) AS seqs
+    FROM raw.kop_enc
+    GROUP BY kernel_id
+),
+layers AS (
+    SELECT r.op_id AS kernel_id, string_agg(substr(n.name, 7), ':' ORDER BY r.depth, n.range_id) AS layer
+    FROM op_range r
+    JOIN nvtx_range n ON n.trace_id = r.trace_id AND n.range_id = r.range_id
+    WHERE r.trace_id = getvariable('trace_id') AND r.op_kind = 'kernel'
+      AND n.name LIKE 'layer:%' AND n.style = 'push/pop'
+    GROUP BY r.op_id
+),
+kern AS (
+    SELECT coalesce(p.kernel_id, l.kernel_id) AS kernel_id, p.op_range_id, p.marker_range_id, p.op_unit,
+           p.marker_unit, p.inner_seq, p.seq_head, p.seqs, l.layer AS own_layer
+    FROM per p FULL JOIN layers l ON l.kernel_id = p.kernel_id
+),
+ops AS (
+    SELECT range_id, kind, direction, seq, node_range_id, fwd_range_id, marker_range_id, layer
+    FROM torch_op WHERE trace_id = getvariable('trace_id')
+),
+placed AS (
+    SELECT k.*,
+           coalesce(o.direction, 'forward') AS direction,
+           CASE WHEN o.direction = 'backward' THEN
+                CASE WHEN o.kind IN ('backward_node', 'engine_wrapper') THEN o.range_id ELSE o.node_range_id END
+           END AS node_range_id,
+           CASE WHEN o.direction = 'backward' THEN o.fwd_range_id ELSE coalesce(k.seq_head, k.op_range_id) END
+               AS fwd_range_id
+    FROM kern k LEFT JOIN ops o ON o.range_id = k.op_range_id
+)
+SELECT p.kernel_id, p.op_range_id, p.direction, p.node_range_id, p.fwd_range_id,
+       CASE WHEN p.direction = 'backward' THEN f.marker_range_id ELSE p.marker_range_id END AS marker_range_id,
+       CASE WHEN p.direction = 'backward' THEN n.seq ELSE p.inner_seq END AS seq,
+       p.seqs,
+       CASE WHEN p.direction = 'backward' AND f.range_id IS NOT NULL THEN f.layer ELSE p.own_layer END AS layer,
+       CASE WHEN p.op_unit IS NOT NULL THEN 'op'
+            WHEN p.marker_unit IS NOT NULL THEN 'pyprof'
+            WHEN p.direction = 'backward' AND fm.key IS NOT NULL THEN 'backward' END AS unit_kind,
+       CASE WHEN p.op_unit IS NOT NULL THEN p.op_unit
+            WHEN p.marker_unit IS NOT NULL THEN p.marker_unit
+            WHEN p.direction = 'backward' AND fm.key IS NOT NULL THEN f.marker_range_id END AS unit_range_id
+FROM placed p
+LEFT JOIN ops f ON f.range_id = p.fwd_range_id AND p.direction = 'backward'
+LEFT JOIN ops n ON n.range_id = p.node_range_id
+LEFT JOIN torch_op m ON m.trace_id = getvariable('trace_id') AND m.range_id = f.marker_range_id
+LEFT JOIN torch_formula_key fm ON fm.name = m.name AND fm.module IS NOT DISTINCT FROM m.module;
+
+-- the inputs of each unit: formula key, sizes or marker text, the dtype its kernels' names
+-- suggest (the longest kernel with one), whether its range also holds kernels of another unit
+CREATE OR REPLACE TABLE raw.kop_unit_inputs AS
+WITH kdtype AS (
+    SELECT name, arg_min(dtype, prio) AS dtype
+    FROM (SELECT DISTINCT name FROM kernel WHERE trace_id = getvariable('trace_id') AND name IS NOT NULL) k
+    JOIN (SELECT row_number() OVER () AS prio, pattern, dtype FROM torch_kernel_dtypes) p
+      ON regexp_matches(k.name, p.pattern)
+    GROUP BY name
+),
+uk AS (
+    SELECT u.unit_kind, u.unit_range_id, k.dur, k.kernel_id, d.dtype
+    FROM raw.kop_units u
+    JOIN kernel k ON k.trace_id = getvariable('trace_id') AND k.kernel_id = u.kernel_id
+    LEFT JOIN kdtype d ON d.name = k.name
+    WHERE u.unit_kind IS NOT NULL
+),
+overlapping AS (
+    SELECT DISTINCT r.range_id
+    FROM op_range r
+    JOIN raw.kop_units u ON u.kernel_id = r.op_id
+    WHERE r.trace_id = getvariable('trace_id') AND r.op_kind = 'kernel'
+      AND u.unit_kind IN ('op', 'pyprof') AND r.range_id <> u.unit_range_id
+      AND r.range_id IN (SELECT unit_range_id FROM raw.kop_units WHERE unit_kind IS NOT NULL)
+)
+SELECT g.unit_kind, g.unit_range_id, g.kdtype, t.sizes,
+       CASE WHEN t.kind = 'pyprof' THEN n.name END AS marker_text,
+       fk.key, o.range_id IS NOT NULL AS overlaps
+FROM (SELECT unit_kind, unit_range_id, arg_max(dtype, (dur, -kernel_id)) FILTER (WHERE dtype IS NOT NULL) AS kdtype
+      FROM uk GROUP BY ALL) g
+JOIN torch_op t ON t.trace_id = getvariable('trace_id') AND t.range_id = g.unit_range_id
+JOIN nvtx_range n ON n.trace_id = t.trace_id AND n.range_id = t.range_id
+LEFT JOIN torch_formula_key fk ON fk.name = t.name AND fk.module IS NOT DISTINCT FROM t.module
+LEFT JOIN overlapping o ON o.range_id = g.unit_range_id;

@@ -1,0 +1,78 @@
+"""PyTorch ops at ingest: what derive/kernel_op.sql and derive/device_peak.sql read.
+
+The NVTX strings are parsed in SQL (schemas/derive/torch_op.sql). FLOPs and bytes need
+formulas over shapes (traceql.flops), so `prepare_kernel_op(con)` runs between torch_op and
+kernel_op: it loads the data files of schemas/torch/ as temporary tables, maps every distinct
+op name to a formula, runs schemas/derive/kernel_op_units.sql (each kernel's costed call),
+and computes the cost of each distinct (formula, sizes or marker, dtype) combination once, in
+Python. Traces repeat the same few shapes, so that is a few hundred evaluations even for
+millions of kernels.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from . import flops
+from .adapters import _create_temp, _data_tables
+from .resources import read_schema
+
+DATA = ("tensor_core_patterns", "kernel_dtypes", "gpu_peaks", "sm_throughput")
+
+
+def load_data(con) -> None:
+    """schemas/torch/<stem>.csv -> temporary table torch_<stem>."""
+    for table, data in _data_tables("torch"):
+        _create_temp(con, "torch_" + table[len("src_"):], data)
+
+
+def formula_keys(con) -> None:
+    names = con.execute(
+        "SELECT DISTINCT module, name FROM torch_op WHERE trace_id = getvariable('trace_id') AND name IS NOT NULL"
+    ).fetchall()
+    rows = [(m, n, flops.formula_key(n, m)) for m, n in names]
+    _create_temp(con, "torch_formula_key", pa.Table.from_arrays(
+        [pa.array([r[i] for r in rows], pa.string()) for i in range(3)], names=["module", "name", "key"]))
+
+
+def unit_costs(con) -> None:
+    inputs = con.execute(
+        "SELECT DISTINCT unit_kind, key, sizes, marker_text, kdtype FROM raw.kop_unit_inputs").fetchall()
+    cols: dict[str, list] = {c: [] for c in ("unit_kind", "key", "sizes", "marker_text", "kdtype", "dtype",
+                                               "op_family", "flops", "bytes", "params", "tc_eligible")}
+    for unit_kind, key, sizes, marker_text, kdtype in inputs:
+        dtype, c = kdtype, None
+        if unit_kind == "op":
+            try:
+                args = flops.args_from_sizes(sizes)
+            except (ValueError, SyntaxError):
+                args = None
+        else:
+            args = flops.args_from_marker(marker_text) if marker_text else None
+        if args is not None:
+            dtype = flops._dtype(args, flops.canonical_dtype(kdtype))
+            c = flops.cost(key, args, dtype, "backward" if unit_kind == "backward" else "forward")
+        for name, value in (("unit_kind", unit_kind), ("key", key), ("sizes", sizes), ("marker_text", marker_text),
+                            ("kdtype", kdtype), ("dtype", dtype),
+                            ("op_family", c.family if c else flops.family(key)),
+                            ("flops", c.flops if c else None), ("bytes", c.bytes if c else None),
+                            ("params", c.params if c else _default_params(args, dtype)),
+                            ("tc_eligible", c.tc_eligible if c else None)):
+            cols[name].append(value)
+    types = {"flops": pa.int64(), "bytes": pa.int64(), "tc_eligible": pa.bool_()}
+    _create_temp(con, "torch_unit_cost", pa.Table.from_arrays(
+        [pa.array(v, types.get(k, pa.string())) for k, v in cols.items()], names=list(cols)))
+
+
+def _default_params(args, dtype) -> str | None:
+    if not args:
+        return None
+    return flops._shape_params(args, dtype) or None
+
+
+def prepare_kernel_op(con) -> None:
+    """Before derive/kernel_op.sql (and derive/device_peak.sql): the temporary tables they read."""
+    load_data(con)
+    formula_keys(con)
+    con.execute(read_schema("derive/kernel_op_units.sql"))
+    unit_costs(con)
