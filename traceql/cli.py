@@ -11,6 +11,7 @@ import click
 from . import __version__, library
 from .errors import InputError, TraceqlError, UsageError
 from .ingest import ingest as ingest_files
+from .progress import for_stderr
 from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
 from .reports import REPORTS, report_query
 from .resources import contract_docs
@@ -60,14 +61,13 @@ def ingest(obj: Context, files):
     Several files are added together, all or nothing. A file that is already in the
     workspace (same absolute path) is replaced. The source files are only read.
     """
-    progress = None
-    if sys.stderr.isatty():
-        def progress(path, table):
-            click.echo(f"\r\033[K  reading {path.name}: {table}", err=True, nl=False)
-    results = ingest_files(files, db=obj.db, progress=progress,
-                           on_wait=lambda message: click.echo(f"traceql: {message}", err=True))
-    if progress:
-        click.echo("\r\033[K", err=True, nl=False)
+    progress = for_stderr()  # bars on a terminal only
+    try:
+        results = ingest_files(files, db=obj.db, progress=progress,
+                               on_wait=lambda message: click.echo(f"traceql: {message}", err=True))
+    finally:
+        if progress:
+            progress.close()
     for r in results:
         verb = "replaced" if r.replaced else "added"
         det = r.detected
@@ -232,18 +232,58 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
 
 
 @cli.command()
-@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="parquet", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "perfetto"]), default="parquet",
+              show_default=True, help="csv, parquet: every view as a file in the -o directory; perfetto: one "
+                                      "trace as a timeline (Chrome trace event JSON).")
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), required=True,
-              help="Directory to write into (created if needed).")
+              help="Directory to write into (created if needed); with --format perfetto the file "
+                   "(.json, or .json.gz compressed).")
 @click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
 @click.option("--per-trace", is_flag=True, help="One sub-folder per trace instead of one file per view.")
+@click.option("--start", default=None, metavar="TIME",
+              help="perfetto: start of the window: ns on the trace clock, or with a unit (1.5s, 200ms, 50us); "
+                   "+TIME counts from the trace's first event.")
+@click.option("--end", default=None, metavar="TIME", help="perfetto: end of the window (exclusive), like --start.")
 @click.option("--overwrite", is_flag=True, help="Replace files that already exist.")
 @click.pass_obj
-def export(obj: Context, fmt, out_dir, trace_id, per_trace, overwrite):
-    """Write every contract view as a CSV or Parquet file, for pandas, polars or Spark."""
-    with obj.open() as ws:
-        files = ws.export(out_dir, fmt, trace_id=trace_id, per_trace=per_trace, overwrite=overwrite)
-    click.echo(f"wrote {len(files)} files to {out_dir}")
+def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrite):
+    """Write every contract view as a CSV or Parquet file, for pandas, polars or Spark; or
+    one trace as a timeline for ui.perfetto.dev and chrome://tracing (--format perfetto).
+
+    \b
+    The timeline: NVTX ranges and CUDA API calls on their CPU threads, kernels, copies and
+    memsets on their GPU and stream, arrows from each launching call to its GPU work.
+    --start/--end keep the events that overlap the window (whole, not clipped), so a
+    large trace stays small enough to open.
+    """
+    progress = for_stderr()  # bars on a terminal only
+    try:
+        with obj.open() as ws:
+            if fmt == "perfetto":
+                if per_trace:
+                    raise UsageError("--per-trace applies to csv and parquet; a timeline shows one trace (--trace ID)")
+                result = ws.export_perfetto(out_dir, trace_id=trace_id, start=start, end=end, overwrite=overwrite,
+                                            progress=progress)
+            else:
+                if start is not None or end is not None:
+                    raise UsageError("--start and --end apply to --format perfetto")
+                files = ws.export(out_dir, fmt, trace_id=trace_id, per_trace=per_trace, overwrite=overwrite,
+                                  progress=progress)
+    finally:
+        if progress:
+            progress.close()
+    if fmt != "perfetto":
+        click.echo(f"wrote {len(files)} files to {out_dir}")
+        return
+    window = ""
+    if result.start is not None or result.end is not None:
+        window = f" from ts {'start' if result.start is None else result.start} to {'end' if result.end is None else result.end}"
+    labels = {"range": "NVTX ranges", "async": "start/end ranges", "mark": "NVTX marks", "api": "API calls",
+              "kernel": "kernels", "memcpy": "copies", "memset": "memsets", "flow": "launch arrows"}
+    parts = ", ".join(f"{result.counts[kind]:,} {label}" for kind, label in labels.items() if result.counts.get(kind))
+    click.echo(f"wrote trace {result.trace_id}{window} to {out_dir}: {parts or 'no events'}")
+    if result.overlap_tracks:
+        click.echo(f"  {result.overlap_tracks} extra track(s) hold events that partly overlap others on their thread or stream")
 
 
 REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one row per group.
@@ -359,6 +399,37 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit):
     else:
         with open(output, "w", encoding="utf-8", newline="") as fh:
             render_summary(result, fmt, fh, unit=unit)
+
+
+@cli.command()
+@click.option("--by", "by", type=click.Choice(["range", "kernel", "op"]), default="range", show_default=True,
+              help="range: CPU, kernel and memcpy time per NVTX range name; kernel: GPU time per kernel; "
+                   "op: forward and backward GPU time per PyTorch op.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="The image: .png, .svg or .pdf (the extension picks the format); replaced if it exists.")
+@click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
+@click.option("--match", "match", multiple=True, metavar="WORD",
+              help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
+@click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
+@click.option("--stat", type=click.Choice(["total", "mean"]), default="total", show_default=True,
+              help="Summed time, or the mean per range instance (kernel call, op call).")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="The N largest groups of bars.")
+@click.option("--title", default=None, help="Title of the figure [default: the trace's file name].")
+@click.pass_obj
+def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title):
+    """Draw a report as a bar chart (needs matplotlib: pip install 'traceql[plot]').
+
+    \b
+    --by range: per NVTX range name, its CPU time (the ranges' durations) next to the GPU
+    kernel time and memcpy time of the work launched inside it, at any depth, like the
+    K-FAC profiling figure; --match fwd --match bwd picks ranges, as in `report --by range`.
+    """
+    from .plot import plot as draw
+
+    with obj.open() as ws:
+        draw(ws, by, output, trace_id=trace_id, match=match, domain=domain, stat=stat, limit=limit, title=title)
+    click.echo(f"wrote {output}")
 
 
 @cli.command("reports")

@@ -26,6 +26,7 @@ from . import __version__
 from .adapters import prepare as prepare_adapters
 from .detect import Detected, detect
 from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageError, WorkspaceError
+from .progress import as_progress
 from .pytorch import prepare_kernel_op
 from .reader import stage
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
@@ -220,11 +221,15 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
            on_wait=None) -> list[IngestResult]:
     """Ingest every file in `paths` into the workspace `db`, all or nothing.
 
+    progress: a traceql.progress.Progress told about each file (one task per file, a step per
+    source table read and per derived table), or a function progress(file_name, detail).
+
     Every file is detected before anything is written, so one bad file stops the whole
     command with the workspace untouched. Another ingest into the same workspace is
     waited for (see workspace_lock; on_wait(message) tells that it waits)."""
     db = Path(db)
     paths = [Path(p) for p in paths]
+    progress = as_progress(progress)
     if not paths:
         raise InputError("no input files given")
     detected, given = [], {}
@@ -293,18 +298,31 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
         trace_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM trace").fetchone()[0]
         replaced = False
     result = IngestResult(path, trace_id, replaced, det, warnings=list(det.warnings))
+    progress.start(det.path.name)
+    stage_total = [0]
+
+    def staging(table, done, total, rows):
+        stage_total[0] = total
+        read = f"{rows:,} row{'' if rows == 1 else 's'} read"
+        progress.update(done, total + len(FILL_STEPS), f"reading {table} ({read})")
+
+    def deriving(step):
+        steps = stage_total[0] + len(FILL_STEPS)
+        progress.update(steps if step == "done" else stage_total[0] + FILL_STEPS.index(step), steps,
+                        step if step == "done" else f"building {step}")
 
     _drop_temp_objects(con)  # the previous file's adapter views and tables (another format may differ)
     con.execute("ATTACH ':memory:' AS raw")
     try:
-        report = stage(con, path, raw_ddl(det.layout), det.tables,
-                       progress=(lambda t: progress(det.path, t)) if progress else None)
+        report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging)
         prepare_adapters(con, det.layout)
         for name in ADAPTER_FILES:
             con.execute(_adapter_sql(det.layout, name))
-        _fill(con, trace_id)
+        _fill(con, trace_id, deriving)
+        deriving("diagnostics")
         _add_stats(con, trace_id, det, report, result)
         _add_trace_row(con, trace_id, det, path)
+        deriving("done")
     finally:
         con.execute("DETACH raw")
     for table in CONTRACT_TABLES:
@@ -323,9 +341,15 @@ def _drop_temp_objects(con) -> None:
         con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')
 
 
-def _fill(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
+# What _fill and _ingest_one tell the progress display after the source tables are read.
+FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "nvtx_range", "nvtx_mark",
+              "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "diagnostics")
+
+
+def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
     offset = 0
     for table, id_col in ID_TABLES:
+        step(table)
         if table == "api_call":
             offset = 0
         con.execute(
@@ -336,11 +360,13 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
             f"FROM src_{table}", [trace_id, offset])
         offset += con.execute(f"SELECT count(*) FROM {table} WHERE trace_id = ?", [trace_id]).fetchone()[0]
 
+    step("thread and device")
     con.execute("INSERT INTO thread BY NAME SELECT ?::INTEGER AS trace_id, * FROM src_thread", [trace_id])
     con.execute("INSERT INTO device BY NAME SELECT ?::INTEGER AS trace_id, * FROM src_device", [trace_id])
     con.execute(read_schema("derive/device_seen.sql"))
     con.execute("INSERT INTO device BY NAME SELECT * FROM derived_device_seen WHERE trace_id = ?", [trace_id])
 
+    step("nvtx_range")
     # Range ids in (start, end descending) order: sort the narrow keys, then join the wide rows
     # back; sorting the rows with their name strings costs three times as much.
     con.execute(
@@ -354,6 +380,7 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
     con.execute(read_schema("derive/nvtx_range.sql"))
     con.execute("INSERT INTO nvtx_range BY NAME SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range",
                 [trace_id])
+    step("nvtx_mark")
     con.execute(
         "INSERT INTO nvtx_mark BY NAME "
         "SELECT ?::INTEGER AS trace_id, row_number() OVER (ORDER BY ts, src_row) - 1 AS mark_id, "
@@ -364,6 +391,7 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
     # PyTorch ops, their kernels with FLOPs and bytes, GPU peaks (traceql/pytorch.py)
     for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak"):
+        step(table)
         if table == "kernel_op":
             prepare_kernel_op(con)
         con.execute(read_schema(f"derive/{table}.sql"))

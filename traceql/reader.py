@@ -131,7 +131,10 @@ def _dedupe_keys(con: duckdb.DuckDBPyConnection, report: StageReport) -> None:
 
 def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
           source_tables: dict[str, list[str]], progress=None) -> StageReport:
-    """Create the raw.sql tables in the `raw` catalog and fill them from the source file."""
+    """Create the raw.sql tables in the `raw` catalog and fill them from the source file.
+
+    progress(table, done, total, rows) is called before each table is read: `done` of the
+    `total` declared tables are finished, holding `rows` rows."""
     report = StageReport()
     home = con.execute("SELECT current_database()").fetchone()[0]
     con.execute("USE raw")
@@ -146,7 +149,7 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
     lower_tables = {t.lower(): t for t in source_tables}
     sqcon: sqlite3.Connection | None = None
     try:
-        for table, cols in declared.items():
+        for done, (table, cols) in enumerate(declared.items()):
             src_name = table if table in source_tables else lower_tables.get(table.lower())
             if src_name is None:
                 report.missing_tables.append(table)
@@ -159,7 +162,7 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
             if not present:
                 continue
             if progress:
-                progress(table)
+                progress(table, done, len(declared), sum(report.rows.values()))
             target = ", ".join(_quote(c) for c, _, _ in present)
             if not scanner_problem:
                 select = ", ".join(_quote(s) for _, _, s in present)

@@ -161,9 +161,13 @@ class Workspace:
 
     # -- export ----------------------------------------------------------------------
     def export(self, out_dir: str | os.PathLike, fmt: str = "parquet", trace_id: int | None = None,
-               per_trace: bool = False, overwrite: bool = False) -> list[Path]:
+               per_trace: bool = False, overwrite: bool = False, progress=None) -> list[Path]:
         """Write every contract view as one file (csv or parquet) into out_dir, for all
-        traces together, one trace (trace_id) or one sub-folder per trace (per_trace)."""
+        traces together, one trace (trace_id) or one sub-folder per trace (per_trace).
+        progress: a traceql.progress.Progress told about each file."""
+        from .progress import as_progress
+
+        progress = as_progress(progress)
         if fmt not in ("csv", "parquet"):
             raise UsageError(f"--format {fmt}: export writes csv or parquet")
         self.check_trace(trace_id)
@@ -179,7 +183,9 @@ class Workspace:
         if existing and not overwrite:
             raise UsageError(f"{existing[0]}: exists; use --overwrite to replace the files in {out_dir}")
         written = []
+        progress.start(f"writing {out_dir}", len(jobs))
         for target, view, tid in jobs:
+            progress.update(len(written), detail=str(target.relative_to(out_dir)))
             target.parent.mkdir(parents=True, exist_ok=True)
             order = ROW_ORDER[view]
             if tid is None:
@@ -189,7 +195,24 @@ class Workspace:
                     f"SELECT * FROM {view} WHERE trace_id = ? ORDER BY {order}", [tid]).to_arrow_reader()
             _write_stream(reader, target, fmt)
             written.append(target)
+        progress.update(len(written), detail="done")
         return written
+
+    def export_perfetto(self, output: str | os.PathLike, trace_id: int | None = None, start=None, end=None,
+                        overwrite: bool = False, progress=None):
+        """Write one trace, or its window [start, end), as a Chrome trace event JSON timeline for
+        ui.perfetto.dev and chrome://tracing (see traceql.timeline.export_perfetto)."""
+        from .timeline import export_perfetto
+
+        return export_perfetto(self, output, trace_id=trace_id, start=start, end=end, overwrite=overwrite,
+                               progress=progress)
+
+    def plot(self, by: str = "range", output: str | os.PathLike | None = None, **options):
+        """A bar chart of a report as a matplotlib Figure, written to `output` (.png, .svg,
+        .pdf) when given (see traceql.plot.plot for the options)."""
+        from .plot import plot
+
+        return plot(self, by, output, **options)
 
 
 def one_line_error(message: str) -> str:

@@ -1,0 +1,274 @@
+"""Bar charts of reports: `traceql plot`.
+
+--by range is the figure of the K-FAC profiling workflow (seed 000): per NVTX range name, a
+group of bars for its CPU time, the GPU kernel time and the memcpy time of the work launched
+inside it (queries/range.sql), as totals or per instance. --by kernel ranks kernels by GPU
+time, --by op PyTorch ops by forward and backward GPU time. Bars are horizontal so that long
+names stay readable; names longer than a label's width are cut with an ellipsis.
+
+matplotlib is an optional dependency (`pip install 'traceql[plot]'`). Figures are built with
+the Agg canvas, never pyplot, so plotting works without a display and leaves no global state.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+INSTALL_HINT = "plotting needs matplotlib, which is not installed: pip install 'traceql[plot]'"
+FORMATS = (".png", ".svg", ".pdf")
+STATS = ("total", "mean")
+DEFAULT_LIMIT = 20
+
+# Colors of the series (matplotlib's tab10: distinguishable, also in grey print)
+CPU, KERNEL, MEMCPY, FORWARD, BACKWARD = "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"
+
+
+@dataclass
+class Chart:
+    """What a figure shows: one group of bars per label, one bar per series."""
+
+    title: str
+    subtitle: str
+    labels: list[str]
+    series: list[tuple[str, str, list[float]]]  # (legend, color, value in ns per label)
+    notes: list[str]  # text at the end of each group's longest bar ('' for none)
+
+
+def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trace_id: int | None = None,
+         match=None, domain: str | None = None, stat: str = "total", limit: int | None = DEFAULT_LIMIT,
+         title: str | None = None):
+    """A bar chart of report BY as a matplotlib Figure; written to `output` when given (the
+    extension picks the format: .png, .svg or .pdf).
+
+    by: 'range' (CPU, kernel and memcpy time per NVTX range name; match: words a range name must
+    contain, any of them, ignoring case; domain: only this NVTX domain), 'kernel' (GPU time per
+    kernel name) or 'op' (forward and backward GPU time per PyTorch op). stat: 'total' or
+    'mean' (per range instance, kernel call or op call). limit: the N largest groups.
+    title: the first title line (default: the trace's file name)."""
+    if stat not in STATS:
+        raise UsageError(f"--stat {stat}: choose total or mean")
+    if output is not None and Path(output).suffix.lower() not in FORMATS:
+        raise UsageError(f"{output}: the file extension picks the format: .png, .svg or .pdf")
+    builders = available()
+    if by not in builders:
+        raise UsageError(f"--by {by}: plots are {', '.join(builders)}")
+    if (match or domain is not None) and by != "range":
+        raise UsageError("--match and --domain apply to --by range")
+    figure_cls, canvas_cls = _matplotlib()
+    ws.check_trace(trace_id)
+    chart = builders[by](ws, trace_id=trace_id, match=list(match or ()), domain=domain, stat=stat, limit=limit)
+    chart.title = title or _trace_label(ws, trace_id)
+    fig = _draw(chart, figure_cls, canvas_cls)
+    if output is not None:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(output, dpi=150, bbox_inches="tight")
+    return fig
+
+
+def available() -> dict:
+    """The plots, by --by name: 'op' only when the op report exists."""
+    from .reports import REPORTS
+
+    out = {"range": _range_chart, "kernel": _kernel_chart}
+    if "op" in REPORTS:
+        out["op"] = _op_chart
+    return out
+
+
+def _matplotlib():
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+    return Figure, FigureCanvasAgg
+
+
+# ------------------------------------------------------------------------------ data
+
+def _range_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
+    rows = [r for r in ws.report("range", trace_id=trace_id, match=match or None, domain=domain).to_pylist()
+            if r["instances"]]  # the '[unattributed]' row has no instances: not a range
+    if not rows:
+        raise UsageError("nothing to plot: no NVTX ranges" + (f" match {', '.join(match)}" if match else "")
+                         + ("" if trace_id is None else f" in trace {trace_id}"))
+    mean = stat == "mean"
+    for r in rows:
+        n = r["instances"]
+        r["cpu"] = (r["cpu_avg_ns"] if mean else r["cpu_total_ns"]) or 0
+        r["kernel"] = r["gpu_kernel_ns"] / n if mean else r["gpu_kernel_ns"]
+        r["memcpy"] = r["memcpy_ns"] / n if mean else r["memcpy_ns"]
+    rows.sort(key=lambda r: (-max(r["cpu"], r["kernel"], r["memcpy"]), r["name"]))
+    shown = rows[:limit] if limit else rows
+    what = "mean per instance" if mean else "total"
+    subtitle = f"NVTX ranges: CPU time, and GPU time of the work launched inside them ({what})"
+    if match:
+        subtitle += f"\nnames containing {' or '.join(repr(w) for w in match)}"
+    if len(shown) < len(rows):
+        subtitle += f"; the {len(shown)} longest of {len(rows)} names"
+    return Chart("", subtitle, _labels([r["name"] for r in shown], [r["instances"] for r in shown], "×{}"),
+                 [("CPU time (range duration)", CPU, [r["cpu"] for r in shown]),
+                  ("GPU kernel time", KERNEL, [r["kernel"] for r in shown]),
+                  ("memcpy time", MEMCPY, [r["memcpy"] for r in shown])],
+                 [""] * len(shown))
+
+
+def _kernel_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
+    column = "avg_ns" if stat == "mean" else "total_ns"
+    table = ws.report("kernel", trace_id=trace_id, sort=column)
+    rows = table.to_pylist()
+    if not rows:
+        raise UsageError("nothing to plot: no kernels" + ("" if trace_id is None else f" in trace {trace_id}"))
+    shown = rows[:limit] if limit else rows
+    subtitle = "Kernels by GPU time (" + ("mean per call" if stat == "mean" else "total") \
+        + "; % of the summed time of all kernels)"
+    if len(shown) < len(rows):
+        subtitle += f"; the {len(shown)} longest of {len(rows)} kernel names"
+    names = [kernel_label(r["name"] or "[unnamed]") for r in shown]
+    notes = [f"{r['pct']:.1f}%" if r["pct"] is not None else "" for r in shown]
+    return Chart("", subtitle, _labels(names, [r["calls"] for r in shown], "{} calls", width=70),
+                 [("GPU time", KERNEL, [float(r[column]) for r in shown])], notes)
+
+
+def _op_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
+    rows = [r for r in ws.report("op", trace_id=trace_id, sort="total_ns").to_pylist() if r["calls"]]
+    if not rows:
+        raise UsageError("nothing to plot: no PyTorch ops with GPU work"
+                         + ("" if trace_id is None else f" in trace {trace_id}"))
+    mean = stat == "mean"
+    for r in rows:
+        n = r["calls"]
+        r["fwd"] = (r["fwd_ns"] or 0) / n if mean else (r["fwd_ns"] or 0)
+        r["bwd"] = (r["bwd_ns"] or 0) / n if mean else (r["bwd_ns"] or 0)
+    rows.sort(key=lambda r: (-(r["fwd"] + r["bwd"]), r["op"]))
+    shown = rows[:limit] if limit else rows
+    subtitle = "PyTorch ops: GPU time of their forward and backward kernels (" \
+        + ("mean per call" if mean else "total") + ")"
+    if len(shown) < len(rows):
+        subtitle += f"; the {len(shown)} longest of {len(rows)} ops"
+    return Chart("", subtitle, _labels([r["op"] for r in shown], [r["calls"] for r in shown], "{} calls"),
+                 [("forward kernels", FORWARD, [r["fwd"] for r in shown]),
+                  ("backward kernels", BACKWARD, [r["bwd"] for r in shown])],
+                 [""] * len(shown))
+
+
+def _trace_label(ws, trace_id) -> str:
+    traces = ws.traces().to_pylist()
+    if trace_id is not None:
+        traces = [t for t in traces if t["trace_id"] == trace_id]
+    if len(traces) == 1:
+        return Path(traces[0]["path"]).name
+    return f"{len(traces)} traces"
+
+
+# ------------------------------------------------------------------------------ labels
+
+def shorten(text: str, width: int) -> str:
+    """text cut to `width` characters with an ellipsis at the end; one line."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """text cut to `width` characters with an ellipsis in the middle (keeps both ends)."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def kernel_label(name: str) -> str:
+    """A demangled kernel name without 'void ' and its parameter list:
+    'void gemm<float, 4>(float const*, int)' -> 'gemm<float, 4>'."""
+    name = name.strip()
+    if name.startswith("void "):
+        name = name[5:]
+    depth, cut = 0, None
+    for i, ch in enumerate(name):
+        if ch in "<(":
+            if ch == "(" and depth == 0:
+                cut = i
+            depth += 1
+        elif ch in ">)":
+            depth = max(depth - 1, 0)
+    if cut and name.endswith(")"):
+        name = name[:cut]
+    return name
+
+
+def _labels(names: list[str], counts: list, count_format: str, width: int = 50) -> list[str]:
+    """Axis labels: each name cut to `width` (distinct names stay distinct: cut in the middle
+    then, or numbered), followed by its count."""
+    cut = [shorten(n, width) for n in names]
+    for i, c in enumerate(cut):
+        if cut.count(c) > 1:
+            cut = [shorten_middle(names[j], width) if cut[j] == c else cut[j] for j in range(len(cut))]
+    seen: dict[str, int] = {}
+    out = []
+    for c, n in zip(cut, counts):
+        seen[c] = seen.get(c, 0) + 1
+        label = c if seen[c] == 1 else f"{c} #{seen[c]}"
+        out.append(f"{label}  ({count_format.format(f'{n:,}')})" if n is not None else label)
+    return out
+
+
+# ------------------------------------------------------------------------------ drawing
+
+def _unit(max_ns: float) -> tuple[str, float]:
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if max_ns >= scale:
+            return unit, scale
+    return "ns", 1.0
+
+
+def _darker(color: str) -> str:
+    """The series color at 70% brightness, for its value labels (readable on white)."""
+    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return "#%02x%02x%02x" % (int(r * 0.7), int(g * 0.7), int(b * 0.7))
+
+
+def _human(ns: float) -> str:
+    unit, scale = _unit(ns)
+    return f"{ns / scale:.3g} {unit}"
+
+
+def _draw(chart: Chart, figure_cls, canvas_cls):
+    n, k = len(chart.labels), len(chart.series)
+    peak = max((v for _, _, values in chart.series for v in values), default=0) or 1
+    unit, scale = _unit(peak)
+    row = 0.17 * k + 0.13  # inches per group
+    fig = figure_cls(figsize=(11, 1.5 + row * n))
+    canvas_cls(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    bar = 0.8 / k
+    for j, (legend, color, values) in enumerate(chart.series):
+        offsets = [i + (j - (k - 1) / 2) * bar for i in range(n)]
+        ax.barh(offsets, [v / scale for v in values], height=bar * 0.9, color=color, label=legend)
+        for y, v, note in zip(offsets, values, chart.notes):
+            # every bar's value at its end: small bars next to a long one stay readable
+            text = _human(v) + (f" ({note})" if note else "")
+            if v > 0:
+                ax.text(v / scale, y, "  " + text, va="center", ha="left", fontsize=7, color=_darker(color))
+    ax.set_yticks(range(n))
+    ax.set_yticklabels(chart.labels, fontsize=9)
+    ax.invert_yaxis()  # the largest group on top
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xlabel(f"time ({unit})")
+    ax.grid(axis="x", color="#dddddd", linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlim(0, peak / scale * (1.3 if any(chart.notes) else 1.15))  # room for the values
+    if k > 1:
+        ax.legend(loc="lower right", fontsize=9, frameon=False)
+    ax.set_title("\n".join(textwrap.fill(line, 110) for line in chart.subtitle.splitlines()),
+                 fontsize=10, loc="left", color="#333333")
+    fig.suptitle(chart.title, fontsize=13, x=0.02, ha="left", fontweight="bold")
+    fig.tight_layout()
+    return fig
