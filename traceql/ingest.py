@@ -180,7 +180,7 @@ def _remove_stale_files(db: Path) -> None:
 
 
 def _lock_holder(lock_path: Path) -> str:
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, IndexError):  # IndexError: empty while rewritten
         return f" (pid {int(lock_path.read_text().split()[0])})"
     return ""
 
