@@ -347,6 +347,32 @@ def test_repeated_string_ids_do_not_multiply_rows(tmp_path):
     assert any("repeats ids" in w for w in res.warnings)
 
 
+def test_repeated_nvprof_marker_ids_do_not_multiply_ranges(tmp_path):
+    """nvprof's CUPTI_ACTIVITY_KIND_MARKER._id_ is its PRIMARY KEY and the NVTX pairing joins on
+    it: repeated, every range paired with itself and the nesting multiplied the copies per
+    level (the fuzzer's variant ran for over 5 minutes). Kept once: the ranges are as before."""
+    from .test_nvprof_unit import nvprof_fixture
+
+    good = nvprof_fixture(tmp_path / "good.nvvp")
+    bad = tmp_path / "bad.nvvp"
+    shutil.copyfile(good, bad)
+    con = sqlite3.connect(bad)
+    con.execute("PRAGMA legacy_alter_table = ON")
+    fuzz._rebuild(con, "CUPTI_ACTIVITY_KIND_MARKER")
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MARKER SELECT * FROM CUPTI_ACTIVITY_KIND_MARKER")
+    con.commit()
+    con.close()
+    traceql.ingest([good, bad], db=tmp_path / "ws.duckdb")
+    q = "SELECT name, ts, dur, depth, path, style FROM nvtx_range WHERE trace_id = {} ORDER BY range_id"
+    before, after = rows(tmp_path / "ws.duckdb", q.format(1)), rows(tmp_path / "ws.duckdb", q.format(2))
+    assert after == before and len(before) >= 3
+    assert stats_of(tmp_path / "ws.duckdb", 2)["source.duplicate_keys.CUPTI_ACTIVITY_KIND_MARKER"] > 0
+
+
+def stats_of(db, trace_id):
+    return {r["key"]: r["value"] for r in rows(db, f"SELECT key, value FROM ingest_stats WHERE trace_id = {trace_id}")}
+
+
 # -- the same file twice ---------------------------------------------------------------------
 
 def test_same_file_twice_in_one_command_is_read_once(tmp_path):

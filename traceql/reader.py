@@ -112,10 +112,11 @@ def _declared_tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str
     return out
 
 
-# Lookup tables whose key the exporter declares unique (a PRIMARY KEY) and that the adapters
-# join to. A damaged or edited file may repeat a key; every join would then multiply rows
-# (a kernel's three name joins eight-fold), so only the first row of a key is kept.
-UNIQUE_KEYS = {"StringIds": "id", "StringTable": "_id_"}
+# Tables whose key the exporter declares unique (a PRIMARY KEY) and that the adapters join
+# on that key. A damaged or edited file may repeat a key; every join would then multiply rows
+# (a kernel's three name joins eight-fold; an nvprof marker's range paired with itself, which
+# the NVTX nesting then multiplies again per level), so only the first row of a key is kept.
+UNIQUE_KEYS = {"StringIds": "id", "StringTable": "_id_", "CUPTI_ACTIVITY_KIND_MARKER": "_id_"}
 
 
 def _dedupe_keys(con: duckdb.DuckDBPyConnection, report: StageReport) -> None:
