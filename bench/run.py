@@ -124,7 +124,7 @@ def run_child(args: list[str], env: dict | None = None, timeout: float | None = 
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen from waiting again
         out.seek(0)
         err.seek(0)
-        return Proc(secs, usage.ru_maxrss / 1024, proc.returncode, out.read(), err.read(), load,
+        return Proc(secs, usage.ru_maxrss * 1024 / 1e6, proc.returncode, out.read(), err.read(), load,
                     expired.is_set())
 
 
@@ -412,11 +412,31 @@ def scrub(sql: str) -> str:
 TIMING_LINE = re.compile(r"\[traceql timing\]\s+([\d.]+) s  (.*)")
 
 
+# Ingest phases, told apart by the start of each statement (TRACEQL_TIMING prints 90 characters).
+PHASES = [
+    ("read from SQLite (staging through sqlite_scanner)", re.compile(r'^INSERT INTO raw\."')),
+    ("correlation and attribution (launch, op_range, range_gpu)", re.compile(r"op_range|range_gpu|launch", re.I)),
+    ("NVTX ranges: staging, ids, nesting, nvtx_range/nvtx_mark", re.compile(r"nvtx", re.I)),
+    ("diagnostics (ingest_stats)", re.compile(r"stats", re.I)),
+    ("contract tables (kernel, api_call, memcpy, memset, ...)", re.compile(r"^INSERT INTO ")),
+    ("other (extension load, attach, DDL, checkpoint)", re.compile(r"")),
+]
+
+
+def phase_of(sql: str) -> str:
+    return next(name for name, rx in PHASES if rx.search(sql))
+
+
 def parse_timing(stderr: str, top: int = 8) -> dict:
     stmts = [(float(m.group(1)), scrub(m.group(2))) for m in map(TIMING_LINE.match, stderr.splitlines()) if m]
     total = sum(s for s, _ in stmts)
+    phases = {name: [0.0, 0] for name, _ in PHASES}
+    for secs, sql in stmts:
+        phases[phase_of(sql)][0] += secs
+        phases[phase_of(sql)][1] += 1
     stmts.sort(key=lambda s: -s[0])
-    return dict(statements=len(stmts), total=total, top=[dict(secs=s, sql=q) for s, q in stmts[:top]])
+    return dict(statements=len(stmts), total=total, top=[dict(secs=s, sql=q) for s, q in stmts[:top]],
+                phases=[dict(phase=k, secs=v[0], statements=v[1]) for k, v in phases.items() if v[1]])
 
 
 def measure_ingest(src: Path, db: Path, runs: int, budget: float) -> dict:
@@ -773,10 +793,18 @@ def render(results: list[dict], meta: dict) -> str:
         f"Python {meta['python']}, DuckDB {meta['duckdb']}, SQLite {meta['sqlite']}"
         + (f", nsys-ai {meta['nsysai']} (DuckDB {meta['nsysai_duckdb']})" if meta.get("nsysai") else "") + ".")
     add("")
-    add(f"Load: the 2 cores are shared. Before each input the harness waited until the 1-minute load "
-        f"average was below {meta['wait_load']} (for at most {meta['wait_max']:.0f} s in all; waited "
-        f"{meta['waited']:.0f} s). The `load` columns give `os.getloadavg()[0]` when each measurement "
-        f"started; a load well above 1 means other work shared the CPU and slowed that number.")
+    if not meta.get("wait_max"):
+        waiting = "The harness did not wait for a quiet machine (no --wait-load)."
+    elif meta["waited"] >= meta["wait_max"] - 1:
+        waiting = (f"Before each input the harness waited for the 1-minute load average to fall below "
+                   f"{meta['wait_load']}; it did not within the cap of {meta['wait_max']:.0f} s, so these "
+                   "measurements ran while other work kept the machine busy.")
+    else:
+        waiting = (f"Before each input the harness waited until the 1-minute load average was below "
+                   f"{meta['wait_load']} (waited {meta['waited']:.0f} s in all, cap {meta['wait_max']:.0f} s).")
+    add(f"Load: the 2 cores are shared with other work. {waiting} The `load` columns give "
+        "`os.getloadavg()[0]` when each measurement started; the benchmark itself accounts for about 1, "
+        "anything above that is other work sharing the CPU and slowing that number.")
     add("")
     add("All times are wall seconds; `first` is the first call, other times the best of up to "
         f"{meta['runs']} runs (fewer when the runs took over {meta['budget']:.0f} s). "
@@ -889,6 +917,13 @@ def render(results: list[dict], meta: dict) -> str:
         add(f"**{r['name']}**: {p['statements']} statements, {p['total']:.2f} s of {r['ingest']['secs']:.2f} s "
             f"wall (the rest: Python start-up, detection, renaming).")
         add("")
+        if p.get("phases"):
+            add("| phase | statements | s | share | ÷ floor |")
+            add("|---|---:|---:|---:|---:|")
+            for ph in p["phases"]:
+                add(f"| {ph['phase']} | {ph['statements']} | {ph['secs']:.2f} | "
+                    f"{100 * ph['secs'] / (p['total'] or 1):.0f}% | {fx(ph['secs'], r['floor']['secs'])} |")
+            add("")
         add("| s | share | statement (start) |")
         add("|---:|---:|---|")
         for s in p["top"]:
@@ -1000,7 +1035,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--wait-load", type=float, default=None,
                     help="before each input, wait until the 1-minute load average is below this")
     ap.add_argument("--wait-max", type=float, default=1200.0, help="wait at most this many seconds in all")
+    ap.add_argument("--render", type=Path, default=None, metavar="JSON",
+                    help="measure nothing: write the report again from the --json file of a run "
+                         "(after editing bench/ANALYSIS.md or the report's layout)")
     args = ap.parse_args(argv)
+    if args.render:
+        saved = json.loads(args.render.read_text())
+        write(render(saved["results"], saved["meta"]), args.out)
+        return
 
     import duckdb
 
@@ -1021,31 +1063,33 @@ def main(argv: list[str] | None = None) -> None:
     for size in args.sizes:
         inputs.append((f"generated {size}", generated(size)))
 
-    deadline = time.time() + args.wait_max
-    waited = 0.0
-    results = []
-    for name, src in inputs:
-        if args.wait_load is not None:
-            waited += wait_for_quiet(args.wait_load, deadline)
-        results.append(measure(name, src, nsysai=nsysai, runs=args.runs, budget=args.budget,
-                               timeout=args.timeout, nsysai_timeout=args.nsys_ai_timeout))
-        if args.json:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps(results, indent=1, default=str))
-
     cmd = "make bench" if os.environ.get("MAKELEVEL") else "python bench/run.py"
     meta = dict(command=f"{cmd} (python bench/run.py {' '.join(argv if argv is not None else sys.argv[1:])})",
-                date=time.strftime("%Y-%m-%d %H:%M"), machine=machine(), rev=traceql_revision(), python=platform.python_version(),
-                duckdb=duckdb.__version__, sqlite=sqlite3.sqlite_version,
+                date=time.strftime("%Y-%m-%d %H:%M"), machine=machine(), rev=traceql_revision(),
+                python=platform.python_version(), duckdb=duckdb.__version__, sqlite=sqlite3.sqlite_version,
                 nsysai=nsysai.version if nsysai and not nsysai.problem else "",
                 nsysai_duckdb=nsysai.duckdb if nsysai and not nsysai.problem else "",
                 wait_load=args.wait_load if args.wait_load is not None else "(no wait)",
-                wait_max=args.wait_max if args.wait_load is not None else 0, waited=waited,
+                wait_max=args.wait_max if args.wait_load is not None else 0, waited=0.0,
                 runs=args.runs, budget=args.budget)
-    text = render(results, meta)
+    deadline = time.time() + args.wait_max
+    results = []
+    for name, src in inputs:
+        if args.wait_load is not None:
+            meta["waited"] += wait_for_quiet(args.wait_load, deadline)
+        results.append(measure(name, src, nsysai=nsysai, runs=args.runs, budget=args.budget,
+                               timeout=args.timeout, nsysai_timeout=args.nsys_ai_timeout))
+        meta["date"] = time.strftime("%Y-%m-%d %H:%M")
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(dict(meta=meta, results=results), indent=1, default=str))
+    write(render(results, meta), args.out)
+
+
+def write(text: str, out: Path | None) -> None:
     print(text)
-    if args.out:
-        args.out.write_text(text)
+    if out:
+        out.write_text(text)
 
 
 if __name__ == "__main__":

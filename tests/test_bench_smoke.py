@@ -59,7 +59,12 @@ def test_measure_gives_every_field(measured):
         assert "load" in b and "timeout" in b
         assert b["secs"] is None or b["secs"] > 0
     assert r["ingest"]["secs"] > 0 and r["ingest"]["rss_mb"] > 0
-    assert r["ingest"]["profile"]["statements"] > 10 and r["ingest"]["profile"]["top"]
+    profile = r["ingest"]["profile"]
+    assert profile["statements"] > 10 and profile["top"]
+    phases = {p["phase"] for p in profile["phases"]}
+    assert any(p.startswith("read from SQLite") for p in phases)
+    assert any(p.startswith("correlation and attribution") for p in phases)
+    assert sum(p["statements"] for p in profile["phases"]) == profile["statements"]
     for op in ("kernel", "api", "range", "summary"):
         assert r["inproc"][op]["secs"] > 0 and r["inproc"][op]["first"] > 0
         assert r["cli"][op]["secs"] > 0 and r["cli"][op]["rss_mb"] > 0
@@ -89,3 +94,17 @@ def test_render(bench, measured):
     assert "| generated tiny | `report --by range` |" in text
     assert "not installed (smoke test)" in text
     assert str(REPO) not in text  # no path of this machine in RESULTS.md
+
+
+def test_render_again_from_json(bench, measured, tmp_path):
+    import json
+
+    meta = dict(command="test", date="today", machine="m", python="3", duckdb="d", sqlite="s", nsysai="",
+                nsysai_duckdb="", wait_load=1.5, wait_max=10, waited=10, runs=1, budget=1.0)
+    saved = tmp_path / "results.json"
+    saved.write_text(json.dumps(dict(meta=meta, results=[measured]), default=str))
+    out = tmp_path / "RESULTS.md"
+    bench.main(["--render", str(saved), "--out", str(out)])
+    text = out.read_text()
+    assert "| generated tiny | `summary` |" in text
+    assert "did not within the cap of 10 s" in text
