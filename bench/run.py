@@ -415,6 +415,7 @@ TIMING_LINE = re.compile(r"\[traceql timing\]\s+([\d.]+) s  (.*)")
 # Ingest phases, told apart by the start of each statement (TRACEQL_TIMING prints 90 characters).
 PHASES = [
     ("read from SQLite (staging through sqlite_scanner)", re.compile(r'^INSERT INTO raw\."')),
+    ("PyTorch ops (torch_op, kernel_op)", re.compile(r"torch|kop_|kernel_op", re.I)),
     ("correlation and attribution (launch, op_range, range_gpu)", re.compile(r"op_range|range_gpu|launch", re.I)),
     ("NVTX ranges: staging, ids, nesting, nvtx_range/nvtx_mark", re.compile(r"nvtx", re.I)),
     ("diagnostics (ingest_stats)", re.compile(r"stats", re.I)),
@@ -434,9 +435,11 @@ def parse_timing(stderr: str, top: int = 8) -> dict:
     for secs, sql in stmts:
         phases[phase_of(sql)][0] += secs
         phases[phase_of(sql)][1] += 1
+    every = [dict(secs=s, sql=q) for s, q in stmts]  # in the order they ran
     stmts.sort(key=lambda s: -s[0])
     return dict(statements=len(stmts), total=total, top=[dict(secs=s, sql=q) for s, q in stmts[:top]],
-                phases=[dict(phase=k, secs=v[0], statements=v[1]) for k, v in phases.items() if v[1]])
+                phases=[dict(phase=k, secs=v[0], statements=v[1]) for k, v in phases.items() if v[1]],
+                every=every)
 
 
 def measure_ingest(src: Path, db: Path, runs: int, budget: float) -> dict:
