@@ -2,7 +2,7 @@
 
 The file contents are checked with plain sqlite3 against the `expected` dict the
 generator computes while generating, and the schema against real exports in
-/work/shared/traces (skipped when that folder is absent).
+../shared/traces, next to the repository (skipped when that folder is absent).
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import pytest
 from fixtures import extract_nsys_ddl as src
 from fixtures.gen_nsys import generate
 
-REPO = Path(__file__).resolve().parents[1]
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+from .util import REPO, TRACES
 
 LAYOUTS = ["2", "3"]
 PID_MASK = -16777216  # 0xFFFFFFFFFF000000 as a signed 64-bit value

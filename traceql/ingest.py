@@ -347,18 +347,18 @@ FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "nv
 
 
 def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
-    offset = 0
+    offset = 0  # kernel, memcpy and memset share one id space; api_call has its own
     for table, id_col in ID_TABLES:
         step(table)
         if table == "api_call":
             offset = 0
-        con.execute(
+        inserted = con.execute(
             f"INSERT INTO {table} BY NAME "
             f"SELECT ?::INTEGER AS trace_id, "
             f"       ?::BIGINT + row_number() OVER (ORDER BY ts, src_row) - 1 AS {id_col}, "
             f"       * EXCLUDE (src_row) "
-            f"FROM src_{table}", [trace_id, offset])
-        offset += con.execute(f"SELECT count(*) FROM {table} WHERE trace_id = ?", [trace_id]).fetchone()[0]
+            f"FROM src_{table}", [trace_id, offset]).fetchone()[0]
+        offset += inserted
 
     step("thread and device")
     con.execute("INSERT INTO thread BY NAME SELECT ?::INTEGER AS trace_id, * FROM src_thread", [trace_id])
