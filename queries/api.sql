@@ -14,7 +14,11 @@
 -- column stddev_ns: sample standard deviation of the call time in ns (n - 1 denominator, as nsys stats), rounded to 0.1 ns; 0 for a single call
 -- column kind: 'runtime' or 'driver' (several joined by ', ' when one name is both)
 -- label pct: Time(%) of all API calls
-WITH input AS (
+--
+-- Two shapes, one of them empty: DuckDB binds the parameters before it plans, so the branch
+-- whose WHERE is false is never run. Grouping by name alone is faster than grouping by a
+-- trace_id that is NULL for every row.
+WITH input AS NOT MATERIALIZED (
     SELECT *
     FROM api_call
     WHERE ($trace_id IS NULL OR trace_id = $trace_id)
@@ -22,7 +26,7 @@ WITH input AS (
 ),
 grouped AS (
     SELECT
-        CASE WHEN $per_trace THEN trace_id END AS trace_id,
+        CAST(NULL AS INTEGER) AS trace_id,
         name,
         count(*) AS calls,
         sum(dur) AS total_ns,
@@ -33,7 +37,23 @@ grouped AS (
         round(coalesce(stddev_samp(dur), 0), 1) AS stddev_ns,
         string_agg(DISTINCT api_kind, ', ' ORDER BY api_kind) AS kind
     FROM input
-    GROUP BY 1, 2
+    WHERE NOT coalesce($per_trace, false)
+    GROUP BY name
+    UNION ALL
+    SELECT
+        trace_id,
+        name,
+        count(*) AS calls,
+        sum(dur) AS total_ns,
+        round(avg(dur), 1) AS avg_ns,
+        median(dur) AS med_ns,
+        min(dur) AS min_ns,
+        max(dur) AS max_ns,
+        round(coalesce(stddev_samp(dur), 0), 1) AS stddev_ns,
+        string_agg(DISTINCT api_kind, ', ' ORDER BY api_kind) AS kind
+    FROM input
+    WHERE coalesce($per_trace, false)
+    GROUP BY trace_id, name
 )
 SELECT
     trace_id, name, calls,

@@ -217,6 +217,22 @@ def test_sort_limit_columns_per_trace(small):
         ws.report("nope")
 
 
+@pytest.mark.parametrize("by", ["kernel", "api"])
+def test_grouping_shapes_agree(small, by):
+    # kernel.sql and api.sql group by name alone unless --per-trace or --with-dims asks for
+    # more keys: each shape must count every call once, and parameters left unset (NULL, as
+    # `traceql query kernel` binds them) mean the default shape
+    ws, _, _ = small
+    default = ws.report(by)
+    assert ws.query(by).select(default.column_names).equals(default)
+    shapes = [{"per_trace": True}] + ([{"with_dims": True}, {"with_dims": True, "per_trace": True}]
+                                      if by == "kernel" else [])
+    for params in shapes:
+        other = ws.report(by, **params)
+        assert sum(other.column("calls").to_pylist()) == sum(default.column("calls").to_pylist()), params
+        assert sum(other.column("total_ns").to_pylist()) == sum(default.column("total_ns").to_pylist()), params
+
+
 def test_parquet_output(small):
     ws, _, tmp = small
     emit(ws.report("api"), "parquet", tmp / "api.parquet")
