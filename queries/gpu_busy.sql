@@ -7,18 +7,13 @@
 -- column busy_ns: union of those operations' intervals in ns (overlapping streams counted once); 0 for an idle GPU
 -- column span_ns: the trace's time span in ns (trace.duration: first to last event of any kind)
 -- column busy_pct: busy_ns as a percentage of span_ns (the trace span)
-WITH ops AS (
-    SELECT trace_id, device_id, ts, dur,
-           max(ts + dur) OVER (PARTITION BY trace_id, device_id ORDER BY ts, dur
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
-    FROM gpu_op
+--
+-- Busy time is stored at ingest (device_busy, schemas/derive/device_busy.sql): the sweep over
+-- every GPU operation it takes is most of the cost of `traceql summary`.
+WITH busy AS (
+    SELECT trace_id, device_id, ops, busy_ns
+    FROM device_busy
     WHERE ($trace_id IS NULL OR trace_id = $trace_id)
-),
-busy AS (
-    SELECT trace_id, device_id, count(*) AS ops,
-           sum(greatest(0, ts + dur - greatest(ts, coalesce(covered_until, ts)))) AS busy_ns
-    FROM ops
-    GROUP BY 1, 2
 ),
 gpus AS (
     SELECT trace_id, device_id, name FROM device WHERE ($trace_id IS NULL OR trace_id = $trace_id)
@@ -30,7 +25,7 @@ gpus AS (
 SELECT
     g.trace_id, g.device_id, g.name AS device,
     coalesce(b.ops, 0) AS ops,
-    CAST(coalesce(b.busy_ns, 0) AS BIGINT) AS busy_ns,
+    coalesce(b.busy_ns, 0) AS busy_ns,
     t.duration AS span_ns,
     100.0 * coalesce(b.busy_ns, 0) / nullif(t.duration, 0) AS busy_pct
 FROM gpus g

@@ -258,3 +258,23 @@ def test_summary_rows_and_json(small):
     assert [g["device_id"] for g in doc["gpus"]] == [0, 1] and doc["traces"][0]["span_ns"] > 0
     per = ws.summary(per_trace=True, limit=1)
     assert per.rows.column_names[:2] == ["trace_id", "section"] and per.rows.num_rows == 2
+
+
+def test_device_busy_is_the_union_of_each_gpus_operations(small):
+    # stored at ingest (schemas/derive/device_busy.sql); computed here from the operations alone
+    ws, exp, _ = small
+    per_device: dict = {}
+    for r in ws.sql("SELECT device_id, ts, dur FROM gpu_op").to_pylist():
+        per_device.setdefault(r["device_id"], []).append((r["ts"], r["ts"] + r["dur"]))
+    expected = []
+    for dev, intervals in sorted(per_device.items()):
+        busy, end = 0, None
+        for s, e in sorted(intervals):
+            if end is None or s >= end:
+                busy, end = busy + e - s, e
+            elif e > end:
+                busy, end = busy + e - end, e
+        expected.append({"trace_id": 1, "device_id": dev, "ops": len(intervals), "busy_ns": busy})
+    assert ws.sql("SELECT * FROM device_busy ORDER BY device_id").to_pylist() == expected
+    assert sum(r["ops"] for r in expected) == exp["kernels"] + exp["memcpy"] + exp["memset"]
+    assert all(0 < r["busy_ns"] < sum(e - s for s, e in per_device[r["device_id"]]) for r in expected)

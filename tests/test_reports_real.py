@@ -172,6 +172,9 @@ def test_nsys_device_busy_and_gpu_report(ws, rel):
     assert {r["device_id"]: r["calls"] for r in got.to_pylist()} == {d: len(iv) for d, iv in per_device.items()}
     busy = {r["device_id"]: r["busy_ns"] for r in w.query("gpu_busy", trace_id=ids[rel]).to_pylist()}
     assert {d: b for d, b in busy.items() if d in expected} == expected
+    stored = w.sql("SELECT device_id, ops, busy_ns FROM device_busy WHERE trace_id = $t", {"t": ids[rel]})
+    assert {r["device_id"]: (r["ops"], r["busy_ns"]) for r in stored.to_pylist()} == \
+        {d: (len(per_device[d]), b) for d, b in expected.items()}
     # the GPU activities of the summary: every operation once, shares of their summed time
     gpu = w.report("gpu", trace_id=ids[rel])
     assert sum(gpu.column("calls").to_pylist()) == len(ops)

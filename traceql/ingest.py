@@ -29,7 +29,7 @@ from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageErro
 from .progress import as_progress
 from .pytorch import prepare_kernel_op
 from .reader import stage
-from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
+from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, REDERIVABLE_TABLES, read_schema, schema_exists
 
 # Adapter views each layout provides, in the order they are created. A layout folder
 # (schemas/nsys/<layout>/) may override any file of schemas/nsys/common/.
@@ -65,13 +65,21 @@ def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path) -> None:
 
 
 def create_contract(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the contract tables and views in a workspace that lacks them."""
+    """Create the contract tables and views in a workspace that lacks them. A workspace made
+    by an earlier version gets the tables of REDERIVABLE_TABLES filled for the traces it holds."""
     existing = {r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
         "UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database()").fetchall()}
     for name in CONTRACT_TABLES + CONTRACT_VIEWS:
         if name not in existing:
             con.execute(read_schema(f"contract/{name}.sql"))
+    if "trace" not in existing:
+        return
+    con.execute("SET VARIABLE trace_id = NULL")  # the derivations cover every trace
+    for name in REDERIVABLE_TABLES:
+        if name not in existing:
+            con.execute(read_schema(f"derive/{name}.sql"))
+            con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM derived_{name}")
 
 
 def raw_ddl(layout: str) -> str:
@@ -343,7 +351,8 @@ def _drop_temp_objects(con) -> None:
 
 # What _fill and _ingest_one tell the progress display after the source tables are read.
 FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "nvtx_range", "nvtx_mark",
-              "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "diagnostics")
+              "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
+              "diagnostics")
 
 
 def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
@@ -390,7 +399,7 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
     # correlation: launching calls, enclosing ranges, per-range GPU work (schemas/derive/)
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
     # PyTorch ops, their kernels with FLOPs and bytes, GPU peaks (traceql/pytorch.py)
-    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak"):
+    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy"):
         step(table)
         if table == "kernel_op":
             prepare_kernel_op(con)

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 
 from .errors import UsageError, WorkspaceError
-from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
+from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, REDERIVABLE_TABLES, ROW_ORDER, read_schema
 
 DEFAULT_DB = "traceql.duckdb"
 
@@ -56,6 +56,19 @@ class Workspace:
         if "trace" not in tables:
             self.con.close()
             raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
+        for name in REDERIVABLE_TABLES:
+            if name not in tables:  # made by an earlier version: computed at each query instead
+                self._derive_on_the_fly(name)
+
+    def _derive_on_the_fly(self, name: str) -> None:
+        """A contract table this workspace lacks, as a temporary view over the tables it is
+        derived from (the same answers, at the cost of computing them at each query). Left
+        missing when the workspace lacks those too."""
+        try:
+            self.con.execute(read_schema(f"derive/{name}.sql"))
+            self.con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM derived_{name}")
+        except duckdb.CatalogException:
+            pass
 
     def close(self) -> None:
         self.con.close()
