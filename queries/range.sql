@@ -46,12 +46,8 @@ per_name AS (
     LEFT JOIN range_gpu g ON g.trace_id = p.trace_id AND g.range_id = p.range_id
     GROUP BY 1, 2
 ),
-outside AS (
-    SELECT o.*
-    FROM gpu_op o
-    WHERE ($trace_id IS NULL OR o.trace_id = $trace_id)
-      AND NOT EXISTS (SELECT 1 FROM op_range r WHERE r.trace_id = o.trace_id AND r.op_id = o.op_id)
-),
+-- GPU work launched outside every range: per trace totals stored at ingest (unattributed_gpu,
+-- schemas/derive/unattributed_gpu.sql), not an anti-join of every GPU operation against op_range
 unattributed AS (
     SELECT
         CASE WHEN $per_trace THEN trace_id END AS trace_id,
@@ -59,14 +55,15 @@ unattributed AS (
         CAST(NULL AS BIGINT) AS instances,
         CAST(NULL AS HUGEINT) AS cpu_total_ns,
         CAST(NULL AS BIGINT) AS cpu_avg_ns,
-        coalesce(sum(dur) FILTER (WHERE op_kind = 'kernel'), 0) AS gpu_kernel_ns,
-        coalesce(sum(dur) FILTER (WHERE op_kind = 'memcpy'), 0) AS memcpy_ns,
-        coalesce(sum(dur) FILTER (WHERE op_kind = 'memset'), 0) AS memset_ns,
+        sum(kernel_ns) AS gpu_kernel_ns,
+        sum(memcpy_ns) AS memcpy_ns,
+        sum(memset_ns) AS memset_ns,
         CAST(NULL AS HUGEINT) AS gpu_busy_ns,
         CAST(NULL AS HUGEINT) AS projected_ns,
-        count(*) FILTER (WHERE op_kind = 'kernel') AS kernels
-    FROM outside
-    WHERE $match IS NULL AND $domain IS NULL AND NOT coalesce($filtered, false)
+        sum(kernels) AS kernels
+    FROM unattributed_gpu
+    WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+      AND $match IS NULL AND $domain IS NULL AND NOT coalesce($filtered, false)
     GROUP BY 1
 )
 SELECT trace_id, name, instances, CAST(cpu_total_ns AS BIGINT) AS cpu_total_ns, cpu_avg_ns,

@@ -126,6 +126,10 @@ def test_report_by_range(fixture_ws):
         ("[unattributed]", None, None, 100, 0, None, None, 1),
         ("open", 1, None, 100, 0, 100, 100, 1),
     ]
+    # the '[unattributed]' row comes from the totals stored at ingest: the one kernel launched
+    # outside every range (k_a4)
+    assert rows(fixture_ws, "SELECT * FROM unattributed_gpu") == [
+        {"trace_id": 1, "ops": 1, "kernels": 1, "kernel_ns": 100, "memcpy_ns": 0, "memset_ns": 0}]
     paths = fixture_ws.report("range", group_by="path", max_depth=2, match=["W", "step"]).to_pylist()
     assert [r["name"] for r in paths] == ["step", "step > bwd", "step > fwd", "B_step"]
     assert [r["name"] for r in fixture_ws.report("range", domain="nope").to_pylist()] == []
@@ -142,7 +146,8 @@ def brute_force(path):
     """Independent answer: per GPU op its launching call (same pid and correlation id, no
     eventClass 67), the ranges on the call's thread (or, for ranges ended on another thread,
     its process) whose interval holds the whole call, the innermost = latest start (then
-    shortest); per range the projection, kernel time and busy time of its ops."""
+    shortest); per range the projection, kernel time and busy time of its ops; the totals of
+    the ops no range encloses (or that have no launching call)."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     con.text_factory = lambda b: b.decode("utf-8", "replace")
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -201,7 +206,11 @@ def brute_force(path):
         if kind == "kernel":
             inner = max(enclosing[i])[2] if enclosing.get(i) else None
             innermost[(s, e, pid, inner)] += 1
-    return innermost, per_range
+    outside = [ops[i] for i in range(len(ops)) if not enclosing.get(i)]
+    unattributed = {"ops": len(outside), "kernels": sum(1 for o in outside if o[0] == "kernel")}
+    for kind in ("kernel", "memcpy", "memset"):
+        unattributed[f"{kind}_ns"] = sum(e - s for k, s, e, _, _ in outside if k == kind)
+    return innermost, per_range, unattributed
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +226,7 @@ def real_ws(tmp_path_factory):
 @pytest.mark.parametrize("rel", REAL)
 def test_real_trace_attribution_matches_brute_force(real_ws, rel):
     path = trace_file(rel)
-    innermost, per_range = brute_force(path)
+    innermost, per_range, unattributed = brute_force(path)
     [tid] = [r["trace_id"] for r in rows(real_ws, "SELECT trace_id FROM trace WHERE path = ?", [str(path.resolve())])]
     got_inner = Counter()
     for r in rows(real_ws, """
@@ -238,4 +247,7 @@ def test_real_trace_attribution_matches_brute_force(real_ws, rel):
         got_ranges[(r["pid"], r["tid"], r["ts"], r["rend"], r["name"])] = (
             r["proj_start"], r["proj_end"], r["kernel_ns"], r["gpu_busy_ns"], r["ops"])
     assert got_ranges == per_range, rel
+    stored = rows(real_ws, "SELECT ops, kernels, kernel_ns, memcpy_ns, memset_ns FROM unattributed_gpu "
+                           "WHERE trace_id = ?", [tid])
+    assert stored == ([unattributed] if unattributed["ops"] else []), rel
     assert len(per_range) > 0

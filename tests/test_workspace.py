@@ -139,14 +139,14 @@ def test_export_writes_every_view_with_all_rows(tmp_path, fmt):
         assert sorted(f.name for f in files) == sorted(
             f"{v}.{fmt}" for v in ("trace", "device", "thread", "api_call", "kernel", "memcpy", "memset",
                                    "nvtx_range", "nvtx_mark", "launch", "op_range", "range_gpu",
-                                   "torch_op", "kernel_op", "device_peak", "device_busy", "ingest_stats",
-                                   "gpu_op"))
+                                   "torch_op", "kernel_op", "device_peak", "device_busy", "unattributed_gpu",
+                                   "ingest_stats", "gpu_op"))
         for f in files:
             table = pq.read_table(f) if fmt == "parquet" else pacsv.read_csv(f)
             n = ws.sql(f"SELECT count(*) AS n FROM {f.stem}").to_pylist()[0]["n"]
             assert table.num_rows == n, f.name
         per = ws.export(tmp_path / "per", fmt, per_trace=True)
-        assert len(per) == 2 * 18
+        assert len(per) == 2 * 19
         kernels_1 = pq.read_table(tmp_path / "per" / "trace_1" / f"kernel.{fmt}") if fmt == "parquet" \
             else pacsv.read_csv(tmp_path / "per" / "trace_1" / f"kernel.{fmt}")
         assert kernels_1.num_rows == 5 and set(kernels_1.column("trace_id").to_pylist()) == {1}
@@ -164,31 +164,50 @@ def test_nsys_and_nvprof_files_in_one_ingest(tmp_path):
         {"trace_id": 1, "n": 38}, {"trace_id": 2, "n": 5}, {"trace_id": 3, "n": 284}]
 
 
-def test_workspace_of_an_earlier_version_without_device_busy(tmp_path):
-    """A workspace made before device_busy existed: reads compute it on the fly with the same
-    answers, and the next ingest stores it for the traces already there."""
+def test_workspace_of_an_earlier_version_without_the_stored_totals(tmp_path):
+    """A workspace made before device_busy and unattributed_gpu existed: reads compute them on
+    the fly with the same answers, and the next ingest stores them for the traces already there."""
+    import sqlite3
+
     import duckdb
 
-    from fixtures.gen_nsys import generate
+    from traceql.resources import REDERIVABLE_TABLES
 
-    src = tmp_path / "g.sqlite"
-    generate(src, layout="3", kernels=40, seed=0)
+    assert REDERIVABLE_TABLES == ("device_busy", "unattributed_gpu")
+    src = tmp_path / "attribution.sqlite"  # one GPU operation launched outside every range
+    con = sqlite3.connect(src)
+    con.executescript((REPO / "fixtures" / "nsys_attribution.sql").read_text())
+    con.close()
     fresh, old = tmp_path / "fresh.duckdb", tmp_path / "old.duckdb"
     traceql.ingest([src], db=fresh)
     traceql.ingest([src], db=old)
     con = duckdb.connect(str(old))
-    con.execute("DROP TABLE device_busy")
+    for name in REDERIVABLE_TABLES:
+        con.execute(f"DROP TABLE {name}")
     con.close()
+
+    def answers(ws, trace_id=None):
+        where = "" if trace_id is None else f" WHERE trace_id = {trace_id}"
+        return ([ws.query("gpu_busy", trace_id=trace_id), ws.report("range", trace_id=trace_id)]
+                + [ws.sql(f"SELECT * FROM {name}{where} ORDER BY ALL") for name in REDERIVABLE_TABLES])
+
+    def stored(ws):
+        return ws.sql("SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY 1").column(0).to_pylist()
+
     with traceql.open(fresh) as ws:
-        expected_busy = ws.query("gpu_busy")
-        expected_rows = ws.sql("SELECT * FROM device_busy ORDER BY ALL")
+        expected = answers(ws)
+        assert ws.sql("SELECT ops, kernels, kernel_ns FROM unattributed_gpu").to_pylist() == \
+            [{"ops": 1, "kernels": 1, "kernel_ns": 100}]
     with traceql.open(old) as ws:
-        assert ws.query("gpu_busy").equals(expected_busy)
-        assert ws.sql("SELECT * FROM device_busy ORDER BY ALL").equals(expected_rows)
-        assert not ws.sql("SELECT table_name FROM duckdb_tables() WHERE table_name = 'device_busy'").num_rows
-    traceql.ingest([nsys_stub(tmp_path / "k.sqlite")], db=old)  # trace 2
+        assert not set(REDERIVABLE_TABLES) & set(stored(ws))
+        for got, want in zip(answers(ws), expected):
+            assert got.equals(want)
+    traceql.ingest([nsys_stub(tmp_path / "k.sqlite")], db=old)  # trace 2: one kernel, no launching call
     with traceql.open(old) as ws:
-        assert ws.sql("SELECT table_name FROM duckdb_tables() WHERE table_name = 'device_busy'").num_rows
-        assert ws.sql("SELECT * FROM device_busy WHERE trace_id = 1 ORDER BY ALL").equals(expected_rows)
+        assert set(REDERIVABLE_TABLES) <= set(stored(ws))
+        for got, want in zip(answers(ws, trace_id=1), expected):
+            assert got.equals(want)
         assert ws.sql("SELECT trace_id, ops FROM device_busy WHERE trace_id = 2").to_pylist() == \
+            [{"trace_id": 2, "ops": 1}]
+        assert ws.sql("SELECT trace_id, ops FROM unattributed_gpu WHERE trace_id = 2").to_pylist() == \
             [{"trace_id": 2, "ops": 1}]

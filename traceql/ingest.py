@@ -352,7 +352,7 @@ def _drop_temp_objects(con) -> None:
 # What _fill and _ingest_one tell the progress display after the source tables are read.
 FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "nvtx_range", "nvtx_mark",
               "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
-              "diagnostics")
+              "unattributed_gpu", "diagnostics")
 
 
 def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
@@ -399,7 +399,8 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
     # correlation: launching calls, enclosing ranges, per-range GPU work (schemas/derive/)
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
     # PyTorch ops, their kernels with FLOPs and bytes, GPU peaks (traceql/pytorch.py)
-    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy"):
+    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
+                  "unattributed_gpu"):
         step(table)
         if table == "kernel_op":
             prepare_kernel_op(con)

@@ -11,7 +11,7 @@ from importlib import resources
 CONTRACT_TABLES = (
     "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset",
     "nvtx_range", "nvtx_mark", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
-    "device_busy", "ingest_stats",
+    "device_busy", "unattributed_gpu", "ingest_stats",
 )
 CONTRACT_VIEWS = ("gpu_op",)
 
@@ -20,7 +20,7 @@ CONTRACT_VIEWS = ("gpu_op",)
 # were made with earlier versions. A workspace that lacks one reads it as a view over those
 # tables, computed at each query (traceql.workspace); the next ingest into it stores it for the
 # traces it already holds (traceql.ingest.create_contract).
-REDERIVABLE_TABLES = ("device_busy",)
+REDERIVABLE_TABLES = ("device_busy", "unattributed_gpu")
 
 # A deterministic row order for every contract table and view (export, golden files).
 ROW_ORDER = {
@@ -29,7 +29,7 @@ ROW_ORDER = {
     "memset": "trace_id, memset_id", "nvtx_range": "trace_id, range_id", "nvtx_mark": "trace_id, mark_id",
     "launch": "trace_id, op_id", "op_range": "trace_id, op_id, depth, range_id",
     "range_gpu": "trace_id, range_id", "torch_op": "trace_id, range_id", "kernel_op": "trace_id, kernel_id",
-    "device_peak": "trace_id, device_id", "device_busy": "trace_id, device_id",
+    "device_peak": "trace_id, device_id", "device_busy": "trace_id, device_id", "unattributed_gpu": "trace_id",
     "ingest_stats": "trace_id, key", "gpu_op": "trace_id, op_id",
 }
 
