@@ -409,7 +409,7 @@ def scrub(sql: str) -> str:
     return re.sub(r"'(/[^']*)('|$)", lambda m: "'.../" + Path(m.group(1)).name + m.group(2), sql)
 
 
-TIMING_LINE = re.compile(r"\[traceql timing\]\s+([\d.]+) s  (.*)")
+TIMING_LINE = re.compile(r"\[traceql timing\]\s+([\d.]+) s  (?:cpu\s+[\d.]+ s  )?(.*)")
 
 
 # Ingest phases, told apart by the start of each statement (TRACEQL_TIMING prints 90 characters).

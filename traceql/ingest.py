@@ -106,12 +106,19 @@ class _TimedConnection:
         self._con = con
 
     def execute(self, sql, *args):
-        started = time.perf_counter()
+        statements = self._con.extract_statements(sql) if not args else []
+        if len(statements) > 1:  # a script: time each statement
+            for statement in statements:
+                result = self.execute(statement.query)
+            return result
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return self._con.execute(sql, *args)
         finally:
-            head = " ".join(sql.split())[:90]
-            print(f"[traceql timing] {time.perf_counter() - started:8.3f} s  {head}", file=sys.stderr)
+            head = " ".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+            head = " ".join(head.split())[:100]
+            print(f"[traceql timing] {time.perf_counter() - started:8.3f} s  cpu {time.process_time() - cpu:8.3f} s  "
+                  f"{head}", file=sys.stderr)
 
     def __getattr__(self, name):
         return getattr(self._con, name)
@@ -326,10 +333,13 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
         prepare_adapters(con, det.layout)
         for name in ADAPTER_FILES:
             con.execute(_adapter_sql(det.layout, name))
+        # what needs the source tables, before _fill frees them
+        source_stats = con.execute("SELECT key, value, severity, detail FROM src_stats").fetchall()
+        utc = con.execute("SELECT min(utcEpochNs) FROM raw.TARGET_INFO_SESSION_START_TIME").fetchone()[0]
         _fill(con, trace_id, deriving)
         deriving("diagnostics")
-        _add_stats(con, trace_id, det, report, result)
-        _add_trace_row(con, trace_id, det, path)
+        _add_stats(con, trace_id, det, report, result, source_stats)
+        _add_trace_row(con, trace_id, det, path, utc)
         deriving("done")
     finally:
         con.execute("DETACH raw")
@@ -350,7 +360,7 @@ def _drop_temp_objects(con) -> None:
 
 
 # What _fill and _ingest_one tell the progress display after the source tables are read.
-FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "nvtx_range", "nvtx_mark",
+FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "nvtx_mark", "nvtx_range",
               "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
               "unattributed_gpu", "diagnostics")
 
@@ -361,12 +371,14 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
         step(table)
         if table == "api_call":
             offset = 0
+        # number the narrow (ts, src_row) keys, then join the wide rows to them: sorting the
+        # rows with their name strings costs twice as much
         inserted = con.execute(
             f"INSERT INTO {table} BY NAME "
-            f"SELECT ?::INTEGER AS trace_id, "
-            f"       ?::BIGINT + row_number() OVER (ORDER BY ts, src_row) - 1 AS {id_col}, "
-            f"       * EXCLUDE (src_row) "
-            f"FROM src_{table}", [trace_id, offset]).fetchone()[0]
+            f"SELECT ?::INTEGER AS trace_id, ?::BIGINT + i.n AS {id_col}, s.* EXCLUDE (src_row) "
+            f"FROM src_{table} s "
+            f"JOIN (SELECT src_row, row_number() OVER (ORDER BY ts, src_row) - 1 AS n FROM src_{table}) i "
+            f"  USING (src_row)", [trace_id, offset]).fetchone()[0]
         offset += inserted
 
     step("thread and device")
@@ -374,6 +386,13 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
     con.execute("INSERT INTO device BY NAME SELECT ?::INTEGER AS trace_id, * FROM src_device", [trace_id])
     con.execute(read_schema("derive/device_seen.sql"))
     con.execute("INSERT INTO device BY NAME SELECT * FROM derived_device_seen WHERE trace_id = ?", [trace_id])
+
+    step("nvtx_mark")
+    con.execute(
+        "INSERT INTO nvtx_mark BY NAME "
+        "SELECT ?::INTEGER AS trace_id, row_number() OVER (ORDER BY ts, src_row) - 1 AS mark_id, "
+        "       pid, tid, ts, name, domain, color, category "
+        "FROM src_nvtx_event WHERE kind = 'mark'", [trace_id])
 
     step("nvtx_range")
     # Range ids in (start, end descending) order: sort the narrow keys, then join the wide rows
@@ -386,15 +405,11 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
         "CREATE TABLE raw.nvtx_stage AS "
         "SELECT i.range_id, e.* EXCLUDE (src_row, kind) "
         "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row")
+    _free_staging(con, keep=("nvtx_stage",))  # every source table has been read: memory for the rest
     con.execute(read_schema("derive/nvtx_range.sql"))
     con.execute("INSERT INTO nvtx_range BY NAME SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range",
                 [trace_id])
-    step("nvtx_mark")
-    con.execute(
-        "INSERT INTO nvtx_mark BY NAME "
-        "SELECT ?::INTEGER AS trace_id, row_number() OVER (ORDER BY ts, src_row) - 1 AS mark_id, "
-        "       pid, tid, ts, name, domain, color, category "
-        "FROM src_nvtx_event WHERE kind = 'mark'", [trace_id])
+    _free_staging(con)
 
     # correlation: launching calls, enclosing ranges, per-range GPU work (schemas/derive/)
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
@@ -406,9 +421,19 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
             prepare_kernel_op(con)
         con.execute(read_schema(f"derive/{table}.sql"))
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
+        _free_staging(con)
 
 
-def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult) -> None:
+def _free_staging(con: duckdb.DuckDBPyConnection, keep: tuple[str, ...] = ()) -> None:
+    """Drop the tables of the staging catalog (raw) but `keep`: the source tables once the
+    contract tables hold their rows, and each derivation's intermediate tables once it is done."""
+    for (name,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'raw'").fetchall():
+        if name not in keep:
+            con.execute(f'DROP TABLE raw."{name}"')
+
+
+def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, source_stats) -> None:
     rows = [("source.reader", None, "info", f"source tables read with {report.reader}")]
     for table, reason in report.fallback_tables.items():
         rows.append((f"source.read_with_sqlite3.{table}", report.rows.get(table), "warning",
@@ -424,7 +449,7 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult) 
     for warning in det.warnings:
         rows.append(("schema.version_newer_than_known" if "newer" in warning else "schema.note",
                      None, "warning", warning))
-    rows += con.execute("SELECT key, value, severity, detail FROM src_stats").fetchall()
+    rows += source_stats
     con.execute(read_schema("derive/stats.sql"))
     rows += con.execute("SELECT key, value, severity, detail FROM derived_stats WHERE trace_id = ?",
                         [trace_id]).fetchall()
@@ -433,9 +458,8 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult) 
     result.warnings += [d for _, _, s, d in rows if s == "warning" and d not in result.warnings]
 
 
-def _add_trace_row(con, trace_id: int, det: Detected, path: Path) -> None:
+def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | None) -> None:
     meta = det.metadata
-    utc = con.execute("SELECT min(utcEpochNs) FROM raw.TARGET_INFO_SESSION_START_TIME").fetchone()[0]
     normalize = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or meta.get("EXPORT_TIME_NORMALIZE") or "").lower()
     shift = meta.get("EXPORT_CONFIG_TIME_SHIFT") or meta.get("EXPORT_PARAM_TIME_SHIFT") or "0"
     try:

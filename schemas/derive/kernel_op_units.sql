@@ -38,12 +38,16 @@ WITH per AS (
     FROM raw.kop_enc
     GROUP BY kernel_id
 ),
+layer_ranges AS MATERIALIZED (
+    SELECT range_id, name FROM nvtx_range
+    WHERE trace_id = getvariable('trace_id') AND name LIKE 'layer:%' AND style = 'push/pop'
+),
 layers AS (
     SELECT r.op_id AS kernel_id, string_agg(substr(n.name, 7), ':' ORDER BY r.depth, n.range_id) AS layer
     FROM op_range r
-    JOIN nvtx_range n ON n.trace_id = r.trace_id AND n.range_id = r.range_id
+    JOIN layer_ranges n ON n.range_id = r.range_id
     WHERE r.trace_id = getvariable('trace_id') AND r.op_kind = 'kernel'
-      AND n.name LIKE 'layer:%' AND n.style = 'push/pop'
+      AND r.range_id IN (SELECT range_id FROM layer_ranges)
     GROUP BY r.op_id
 ),
 kern AS (
@@ -51,11 +55,14 @@ kern AS (
            p.marker_unit, p.inner_seq, p.seq_head, p.seqs, l.layer AS own_layer
     FROM per p FULL JOIN layers l ON l.kernel_id = p.kernel_id
 ),
-ops AS (
+-- the torch ops the steps below look up, read from torch_op once each: the ops that hold
+-- kernels, then the nodes and forward ops those point to, then the markers of those
+ops AS MATERIALIZED (
     SELECT range_id, kind, direction, seq, node_range_id, fwd_range_id, marker_range_id, layer
-    FROM torch_op WHERE trace_id = getvariable('trace_id')
+    FROM torch_op
+    WHERE trace_id = getvariable('trace_id') AND range_id IN (SELECT op_range_id FROM per)
 ),
-placed AS (
+placed AS MATERIALIZED (
     SELECT k.*,
            coalesce(o.direction, 'forward') AS direction,
            CASE WHEN o.direction = 'backward' THEN
@@ -64,6 +71,17 @@ placed AS (
            CASE WHEN o.direction = 'backward' THEN o.fwd_range_id ELSE coalesce(k.seq_head, k.op_range_id) END
                AS fwd_range_id
     FROM kern k LEFT JOIN ops o ON o.range_id = k.op_range_id
+),
+linked AS MATERIALIZED (
+    SELECT range_id, seq, marker_range_id, layer
+    FROM torch_op
+    WHERE trace_id = getvariable('trace_id')
+      AND range_id IN (SELECT fwd_range_id FROM placed UNION ALL SELECT node_range_id FROM placed)
+),
+markers AS MATERIALIZED (
+    SELECT range_id, name, module
+    FROM torch_op
+    WHERE trace_id = getvariable('trace_id') AND range_id IN (SELECT marker_range_id FROM linked)
 )
 SELECT p.kernel_id, p.op_range_id, p.direction, p.node_range_id, p.fwd_range_id,
        CASE WHEN p.direction = 'backward' THEN f.marker_range_id ELSE p.marker_range_id END AS marker_range_id,
@@ -77,9 +95,9 @@ SELECT p.kernel_id, p.op_range_id, p.direction, p.node_range_id, p.fwd_range_id,
             WHEN p.marker_unit IS NOT NULL THEN p.marker_unit
             WHEN p.direction = 'backward' AND fm.key IS NOT NULL THEN f.marker_range_id END AS unit_range_id
 FROM placed p
-LEFT JOIN ops f ON f.range_id = p.fwd_range_id AND p.direction = 'backward'
-LEFT JOIN ops n ON n.range_id = p.node_range_id
-LEFT JOIN torch_op m ON m.trace_id = getvariable('trace_id') AND m.range_id = f.marker_range_id
+LEFT JOIN linked f ON f.range_id = p.fwd_range_id AND p.direction = 'backward'
+LEFT JOIN linked n ON n.range_id = p.node_range_id
+LEFT JOIN markers m ON m.range_id = f.marker_range_id
 LEFT JOIN torch_formula_key fm ON fm.name = m.name AND fm.module IS NOT DISTINCT FROM m.module;
 
 -- the inputs of each unit: formula key, sizes or marker text, the dtype its kernels' names

@@ -10,57 +10,63 @@
 -- Start/end ranges may overlap and end on another thread, so they are not stacked: depth 0.
 -- The steps run as separate statements into narrow tables of the staging catalog (raw), so
 -- that no step recomputes another and the wide rows (names) are joined only once, at the end.
-CREATE OR REPLACE TABLE raw.nvtx_pp AS
-SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, ts,
-       coalesce(end_ts, 9223372036854775807) AS e,
-       row_number() OVER (PARTITION BY coalesce(pid, -1), coalesce(tid, -1) ORDER BY range_id) AS o
-FROM raw.nvtx_stage
-WHERE style = 'push/pop';
 
--- depth: running sum of +1 at each push and -1 at each pop, in event order per thread
+-- depth: running sum of +1 at each push and -1 at each pop, in event order per thread. The
+-- order within one timestamp is a single key k: pops of ranges with a length first (the last
+-- pushed first), then pushes in push (range_id) order, each zero-length range's pop right after
+-- its push.
 CREATE OR REPLACE TABLE raw.nvtx_depth AS
-WITH events AS (
-    SELECT pid, tid, range_id, o, ts AS t, 1 AS k1, o AS k2, 0 AS k3, 1 AS delta FROM raw.nvtx_pp
+WITH pp AS (
+    SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, ts,
+           coalesce(end_ts, 9223372036854775807) AS e
+    FROM raw.nvtx_stage
+    WHERE style = 'push/pop'
+),
+events AS (
+    SELECT pid, tid, range_id, ts AS t, range_id * 2 + 1 AS k, 1::TINYINT AS delta FROM pp
     UNION ALL
-    SELECT pid, tid, range_id, o,
+    SELECT pid, tid, range_id,
            CASE WHEN e > ts THEN e ELSE ts END,
-           CASE WHEN e > ts THEN 0 ELSE 1 END,
-           CASE WHEN e > ts THEN -o ELSE o END,
-           1, -1
-    FROM raw.nvtx_pp
+           CASE WHEN e > ts THEN -range_id * 2 - 4611686018427387904 ELSE range_id * 2 + 2 END,
+           -1::TINYINT
+    FROM pp
 ),
 running AS (
-    SELECT range_id, pid, tid, o, delta,
-           sum(delta) OVER (PARTITION BY pid, tid ORDER BY t, k1, k2, k3
+    SELECT range_id, pid, tid, delta,
+           sum(delta) OVER (PARTITION BY pid, tid ORDER BY t, k
                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - 1 AS depth
     FROM events
 )
-SELECT range_id, pid, tid, o, CAST(depth AS INTEGER) AS depth FROM running WHERE delta = 1;
+SELECT range_id, pid, tid, CAST(depth AS INTEGER) AS depth FROM running WHERE delta = 1;
 
 -- parent: the latest range pushed before this one, on its thread, one level up
 CREATE OR REPLACE TABLE raw.nvtx_parent AS
 SELECT c.range_id, c.depth, p.range_id AS parent_range_id
 FROM raw.nvtx_depth c
 ASOF LEFT JOIN raw.nvtx_depth p
-  ON p.pid = c.pid AND p.tid = c.tid AND p.depth = c.depth - 1 AND c.o > p.o;
+  ON p.pid = c.pid AND p.tid = c.tid AND p.depth = c.depth - 1 AND c.range_id > p.range_id;
 
--- path: names from the outermost range down, one level per recursion step
+DROP TABLE raw.nvtx_depth;
+
+-- path: names from the outermost range down, one level per recursion step; the row of every
+-- range, with its depth and parent, is all the last step joins to the staged ranges
 CREATE OR REPLACE TABLE raw.nvtx_path AS
 WITH RECURSIVE tree AS MATERIALIZED (
-    SELECT s.range_id, coalesce(s.name, '') AS name, p.parent_range_id
+    SELECT s.range_id, coalesce(s.name, '') AS name, coalesce(p.depth, 0) AS depth, p.parent_range_id
     FROM raw.nvtx_stage s LEFT JOIN raw.nvtx_parent p USING (range_id)
 ),
 paths AS (
-    SELECT range_id, name AS path FROM tree WHERE parent_range_id IS NULL
+    SELECT range_id, depth, parent_range_id, name AS path FROM tree WHERE parent_range_id IS NULL
     UNION ALL
-    SELECT t.range_id, paths.path || ' > ' || t.name
+    SELECT t.range_id, t.depth, t.parent_range_id, paths.path || ' > ' || t.name
     FROM tree t JOIN paths ON t.parent_range_id = paths.range_id
 )
-SELECT range_id, path FROM paths;
+SELECT range_id, depth, parent_range_id, path FROM paths;
+
+DROP TABLE raw.nvtx_parent;
 
 CREATE OR REPLACE TEMP VIEW derived_nvtx_range AS
 SELECT s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name, s.domain, s.style,
-       coalesce(p.depth, 0) AS depth, p.parent_range_id, x.path, s.color, s.category
+       x.depth, x.parent_range_id, x.path, s.color, s.category
 FROM raw.nvtx_stage s
-LEFT JOIN raw.nvtx_parent p USING (range_id)
 JOIN raw.nvtx_path x USING (range_id);

@@ -112,55 +112,70 @@ WITH outer_ranges AS (
     WHERE trace_id = getvariable('trace_id') AND style = 'push/pop' AND name LIKE 'layer:%'
 ),
 levels AS (SELECT DISTINCT pid, tid, depth FROM outer_ranges),
-x AS (
+x AS MATERIALIZED (
     SELECT p.range_id, p.pid, p.tid, p.e, l.depth AS lvl
     FROM raw.torch_parsed p JOIN levels l ON l.pid = p.pid AND l.tid = p.tid AND l.depth < p.depth
+),
+-- only the levels some op looks up (when all ops sit at one depth, none: the join is empty)
+candidates AS (
+    SELECT * FROM outer_ranges
+    WHERE (pid, tid, depth) IN (SELECT DISTINCT pid, tid, lvl FROM x)
 )
 SELECT x.range_id, a.range_id AS anc_id, a.depth AS anc_depth, a.cls, a.layer
-FROM x ASOF JOIN outer_ranges a ON a.pid = x.pid AND a.tid = x.tid AND a.depth = x.lvl AND x.range_id > a.range_id
+FROM x ASOF JOIN candidates a ON a.pid = x.pid AND a.tid = x.tid AND a.depth = x.lvl AND x.range_id > a.range_id
 WHERE a.e >= x.e;
 
-CREATE OR REPLACE TABLE raw.torch_nest AS
-WITH agg AS (
-    SELECT range_id,
-           arg_max(anc_id, anc_depth) FILTER (WHERE cls <> 'pyprof' AND cls <> 'layer') AS parent_op_range_id,
-           arg_min(anc_id, anc_depth) FILTER (WHERE cls <> 'pyprof' AND cls <> 'layer') AS top_anc,
-           arg_max(anc_id, anc_depth) FILTER (WHERE cls IN ('backward_node', 'engine_wrapper')) AS node_range_id,
-           arg_max(anc_id, anc_depth) FILTER (WHERE cls = 'pyprof') AS marker_range_id,
-           string_agg(layer, ':' ORDER BY anc_depth) FILTER (WHERE cls = 'layer') AS layer
-    FROM raw.torch_anc
-    GROUP BY range_id
-),
+-- per op with enclosing ranges: its nearest and outermost enclosing torch op, nearest backward
+-- node or engine wrapper, nearest PyProf marker and its 'layer:' names (ops with none of these,
+-- most of a big trace, have no row)
+CREATE OR REPLACE TABLE raw.torch_agg AS
+SELECT range_id,
+       arg_max(anc_id, anc_depth) FILTER (WHERE cls <> 'pyprof' AND cls <> 'layer') AS parent_op_range_id,
+       arg_min(anc_id, anc_depth) FILTER (WHERE cls <> 'pyprof' AND cls <> 'layer') AS top_anc,
+       arg_max(anc_id, anc_depth) FILTER (WHERE cls IN ('backward_node', 'engine_wrapper')) AS node_range_id,
+       arg_max(anc_id, anc_depth) FILTER (WHERE cls = 'pyprof') AS marker_range_id,
+       string_agg(layer, ':' ORDER BY anc_depth) FILTER (WHERE cls = 'layer') AS layer
+FROM raw.torch_anc
+GROUP BY range_id;
+
 -- threads that run backward nodes and no forward work of their own (the autograd engine's)
-engine_threads AS (
-    SELECT p.pid, p.tid
-    FROM raw.torch_parsed p LEFT JOIN agg g USING (range_id)
-    GROUP BY p.pid, p.tid
-    HAVING bool_or(p.kind IN ('backward_node', 'engine_wrapper'))
-       AND NOT bool_or(p.kind = 'pyprof' OR (p.kind = 'op' AND g.node_range_id IS NULL AND p.seq > 0))
+CREATE OR REPLACE TABLE raw.torch_engine AS
+WITH candidates AS (
+    SELECT DISTINCT pid, tid FROM raw.torch_parsed WHERE kind IN ('backward_node', 'engine_wrapper')
 )
-SELECT p.*, g.parent_op_range_id,
-       CASE WHEN p.kind = 'pyprof' THEN NULL ELSE coalesce(g.top_anc, p.range_id) END AS top_range_id,
-       g.node_range_id, g.marker_range_id, g.layer,
-       CASE WHEN p.kind IN ('backward_node', 'engine_wrapper') OR g.node_range_id IS NOT NULL
-                 OR (p.kind <> 'pyprof' AND t.pid IS NOT NULL) THEN 'backward'
-            ELSE 'forward' END AS direction
-FROM raw.torch_parsed p
-LEFT JOIN agg g USING (range_id)
-LEFT JOIN engine_threads t ON t.pid = p.pid AND t.tid = p.tid;
+SELECT c.pid, c.tid
+FROM candidates c
+WHERE NOT EXISTS (
+    SELECT 1
+    FROM raw.torch_parsed p LEFT JOIN raw.torch_agg g USING (range_id)
+    WHERE p.pid = c.pid AND p.tid = c.tid
+      AND (p.kind = 'pyprof' OR (p.kind = 'op' AND g.node_range_id IS NULL AND p.seq > 0)));
 
 -- forward partner of every backward node with a seq
 CREATE OR REPLACE TABLE raw.torch_pair AS
-WITH fwd AS (
+WITH with_seq AS (
+    SELECT p.range_id, p.pid, p.seq, p.ts, p.kind, p.name, g.parent_op_range_id,
+           p.kind IN ('backward_node', 'engine_wrapper') OR g.node_range_id IS NOT NULL
+               OR (p.kind <> 'pyprof' AND t.pid IS NOT NULL) AS backward
+    FROM raw.torch_parsed p
+    LEFT JOIN raw.torch_agg g USING (range_id)
+    LEFT JOIN raw.torch_engine t ON t.pid = p.pid AND t.tid = p.tid
+    WHERE p.seq IS NOT NULL
+),
+up AS (
+    SELECT range_id, seq FROM raw.torch_parsed
+    WHERE range_id IN (SELECT parent_op_range_id FROM with_seq)
+),
+fwd AS (
     SELECT o.range_id, o.pid, o.seq, o.ts
-    FROM raw.torch_nest o
-    LEFT JOIN raw.torch_nest up ON up.range_id = o.parent_op_range_id
-    WHERE o.kind = 'op' AND o.direction = 'forward' AND o.seq IS NOT NULL
+    FROM with_seq o
+    LEFT JOIN up ON up.range_id = o.parent_op_range_id
+    WHERE o.kind = 'op' AND NOT o.backward
       AND (up.range_id IS NULL OR up.seq IS DISTINCT FROM o.seq)
 ),
 nodes AS (
-    SELECT range_id, pid, seq, ts FROM raw.torch_nest
-    WHERE kind = 'backward_node' AND seq IS NOT NULL AND name <> 'torch::autograd::GraphRoot'
+    SELECT range_id, pid, seq, ts, parent_op_range_id FROM with_seq
+    WHERE kind = 'backward_node' AND name <> 'torch::autograd::GraphRoot'
 ),
 node_pairs AS (
     SELECT n.range_id, f.range_id AS fwd_range_id
@@ -169,23 +184,31 @@ node_pairs AS (
 -- an engine wrapper takes the pair of the node it wraps
 wrapper_pairs AS (
     SELECT w.range_id, min(np.fwd_range_id) AS fwd_range_id
-    FROM raw.torch_nest w
-    JOIN raw.torch_nest n ON n.parent_op_range_id = w.range_id AND n.kind = 'backward_node'
+    FROM raw.torch_parsed w
+    JOIN nodes n ON n.parent_op_range_id = w.range_id
     JOIN node_pairs np ON np.range_id = n.range_id
     WHERE w.kind = 'engine_wrapper'
     GROUP BY w.range_id
 )
 SELECT * FROM node_pairs UNION ALL SELECT * FROM wrapper_pairs;
 
+-- Direction: backward nodes, engine wrappers, everything inside them and every op of an engine
+-- thread but markers; the rest is forward.
 CREATE OR REPLACE TEMP VIEW derived_torch_op AS
 SELECT getvariable('trace_id')::INTEGER AS trace_id, o.range_id,
        nullif(o.pid, -1) AS pid, nullif(o.tid, -1) AS tid, o.ts, o.dur, o.kind, o.name, o.module,
-       o.generation, o.seq, o.op_id, o.sizes, o.dtypes,
-       o.input_op_ids, o.direction, o.parent_op_range_id, o.top_range_id, o.node_range_id,
-       o.marker_range_id,
+       o.generation, o.seq, o.op_id, o.sizes, o.dtypes, o.input_op_ids,
+       CASE WHEN o.kind IN ('backward_node', 'engine_wrapper') OR g.node_range_id IS NOT NULL
+                 OR (o.kind <> 'pyprof' AND t.pid IS NOT NULL) THEN 'backward'
+            ELSE 'forward' END AS direction,
+       g.parent_op_range_id,
+       CASE WHEN o.kind = 'pyprof' THEN NULL ELSE coalesce(g.top_anc, o.range_id) END AS top_range_id,
+       g.node_range_id, g.marker_range_id,
        CASE WHEN o.kind IN ('backward_node', 'engine_wrapper') THEN own.fwd_range_id
-            WHEN o.node_range_id IS NOT NULL THEN via_node.fwd_range_id END AS fwd_range_id,
-       o.layer
-FROM raw.torch_nest o
+            WHEN g.node_range_id IS NOT NULL THEN via_node.fwd_range_id END AS fwd_range_id,
+       g.layer
+FROM raw.torch_parsed o
+LEFT JOIN raw.torch_agg g USING (range_id)
+LEFT JOIN raw.torch_engine t ON t.pid = o.pid AND t.tid = o.tid
 LEFT JOIN raw.torch_pair own ON own.range_id = o.range_id
-LEFT JOIN raw.torch_pair via_node ON via_node.range_id = o.node_range_id;
+LEFT JOIN raw.torch_pair via_node ON via_node.range_id = g.node_range_id;
