@@ -110,6 +110,7 @@ def test_ingest_stats_count_the_odd_cases(fixture_ws):
     assert got["nvtx_range.cross_thread"] == 1
     assert got["op_range.unattributed_ops"] == 1
     assert "launch.ops_without_launch" not in got
+    assert "nvtx_range.without_gpu_work" not in got  # every range of the fixture launches work
 
 
 def test_report_by_range(fixture_ws):
@@ -251,3 +252,7 @@ def test_real_trace_attribution_matches_brute_force(real_ws, rel):
                            "WHERE trace_id = ?", [tid])
     assert stored == ([unattributed] if unattributed["ops"] else []), rel
     assert len(per_range) > 0
+    stats = {r["key"]: r["value"] for r in rows(real_ws, "SELECT key, value FROM ingest_stats WHERE trace_id = ?", [tid])}
+    assert stats.get("op_range.unattributed_ops", 0) == unattributed["ops"], rel
+    [n_ranges] = [r["n"] for r in rows(real_ws, "SELECT count(*) AS n FROM nvtx_range WHERE trace_id = ?", [tid])]
+    assert stats.get("nvtx_range.without_gpu_work", 0) == n_ranges - len(per_range), rel

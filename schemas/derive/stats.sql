@@ -33,17 +33,16 @@ SELECT trace_id, 'launch.ops_without_launch', count(*), 'warning',
        'GPU operations with no API call of the same correlation id in their process (trimmed or partial trace?)'
 FROM launch WHERE api_id IS NULL GROUP BY trace_id
 UNION ALL
-SELECT l.trace_id, 'op_range.unattributed_ops', count(*), 'info',
+SELECT u.trace_id, 'op_range.unattributed_ops', u.ops, 'info',
        'GPU operations whose launching call lies outside every NVTX range (the unattributed bucket)'
-FROM launch l
-WHERE NOT EXISTS (SELECT 1 FROM op_range r WHERE r.trace_id = l.trace_id AND r.op_id = l.op_id)
-GROUP BY l.trace_id
+FROM unattributed_gpu u WHERE ops > 0
 UNION ALL
-SELECT n.trace_id, 'nvtx_range.without_gpu_work', count(*), 'info',
+-- range_gpu has at most one row per range: the ranges without one are the difference
+SELECT n.trace_id, 'nvtx_range.without_gpu_work', n.ranges - coalesce(g.ranges, 0), 'info',
        'NVTX ranges that launched no GPU work (no row in range_gpu)'
-FROM nvtx_range n
-WHERE NOT EXISTS (SELECT 1 FROM range_gpu g WHERE g.trace_id = n.trace_id AND g.range_id = n.range_id)
-GROUP BY n.trace_id
+FROM (SELECT trace_id, count(*) AS ranges FROM nvtx_range GROUP BY trace_id) n
+LEFT JOIN (SELECT trace_id, count(*) AS ranges FROM range_gpu GROUP BY trace_id) g USING (trace_id)
+WHERE n.ranges > coalesce(g.ranges, 0)
 UNION ALL
 SELECT trace_id, 'torch_op.backward_unpaired', count(*), 'info',
        'autograd backward nodes with a seq but no earlier forward op of that seq in their process (forward outside the capture?)'
