@@ -19,21 +19,31 @@ WITH calls AS (
     FROM launch l
     WHERE l.trace_id = getvariable('trace_id') AND l.api_id IS NOT NULL
 ),
-pp AS MATERIALIZED (
+pp0 AS MATERIALIZED (
     SELECT range_id, pid, tid, depth, ts, coalesce(ts + dur, 9223372036854775807) AS r_end
     FROM nvtx_range
     WHERE trace_id = getvariable('trace_id') AND style = 'push/pop'
 ),
+-- each thread with push/pop ranges, numbered: (thread number, depth) is one integer key, which
+-- the ASOF join below partitions and sorts on faster than on (pid, tid, depth)
+threads AS MATERIALIZED (
+    SELECT pid, tid, max(depth) AS max_depth, row_number() OVER () AS th
+    FROM pp0
+    GROUP BY pid, tid
+),
+pp AS (
+    SELECT p.range_id, t.th * 4294967296 + p.depth AS level_key, p.depth, p.ts, p.r_end
+    FROM pp0 p JOIN threads t ON t.pid = p.pid AND t.tid = p.tid
+),
 levels AS (
-    SELECT c.op_id, c.op_kind, c.pid, c.tid, c.a_ts, c.a_end, unnest(range(0, t.max_depth + 1)) AS depth
+    SELECT c.op_id, c.a_ts, c.a_end, t.th * 4294967296 + unnest(range(0, t.max_depth + 1)) AS level_key
     FROM calls c
-    JOIN (SELECT pid, tid, max(depth) AS max_depth FROM pp GROUP BY pid, tid) t
-      ON t.pid = c.pid AND t.tid = c.tid
+    JOIN threads t ON t.pid = c.pid AND t.tid = c.tid
 ),
 stack AS (
-    SELECT l.op_id, l.op_kind, p.range_id, p.depth, p.ts, 'thread' AS attribution
+    SELECT l.op_id, p.range_id, p.depth, p.ts, 'thread' AS attribution
     FROM levels l
-    ASOF JOIN pp p ON p.pid = l.pid AND p.tid = l.tid AND p.depth = l.depth AND l.a_ts >= p.ts
+    ASOF JOIN pp p ON p.level_key = l.level_key AND l.a_ts >= p.ts
     WHERE p.r_end >= l.a_end
 ),
 se AS (
@@ -42,11 +52,11 @@ se AS (
     WHERE trace_id = getvariable('trace_id') AND style = 'start/end'
 ),
 se_pairs AS (
-    SELECT c.op_id, c.op_kind, se.range_id, se.depth, se.ts, 'thread' AS attribution
+    SELECT c.op_id, se.range_id, se.depth, se.ts, 'thread' AS attribution
     FROM calls c JOIN se ON se.pid = c.pid AND se.tid = c.tid
     WHERE se.end_tid IS NULL AND se.ts <= c.a_ts AND se.r_end >= c.a_end
     UNION ALL
-    SELECT c.op_id, c.op_kind, se.range_id, se.depth, se.ts, 'process'
+    SELECT c.op_id, se.range_id, se.depth, se.ts, 'process'
     FROM calls c JOIN se ON se.pid = c.pid
     WHERE se.end_tid IS NOT NULL AND se.ts <= c.a_ts AND se.r_end >= c.a_end
 ),
@@ -55,7 +65,8 @@ pairs AS (
     UNION ALL
     SELECT * FROM se_pairs
 )
-SELECT getvariable('trace_id')::INTEGER AS trace_id, op_id, op_kind, range_id, depth,
-       row_number() OVER (PARTITION BY op_id ORDER BY ts DESC, range_id DESC) = 1 AS is_innermost,
-       attribution
-FROM pairs;
+SELECT getvariable('trace_id')::INTEGER AS trace_id, p.op_id, c.op_kind, p.range_id, p.depth,
+       row_number() OVER (PARTITION BY p.op_id ORDER BY p.ts DESC, p.range_id DESC) = 1 AS is_innermost,
+       p.attribution
+FROM pairs p
+JOIN calls c USING (op_id);
