@@ -107,3 +107,34 @@ def test_schema_prints_descriptions():
     out = traceql("schema", "kernel").stdout.splitlines()
     assert out[0] == "kernel: one row per kernel execution on a GPU."
     assert any(line.split()[:2] == ["dur", "BIGINT"] and "GPU execution time in ns" in line for line in out)
+
+
+def test_start_up_loads_only_what_the_command_needs(tmp_path):
+    # a report (or `import traceql`) does not load the ingest machinery, sqlglot or
+    # pyarrow.compute; the commands that need them import them, and traceql.ingest stays the
+    # function whichever is imported first
+    probe = """
+import sys
+import traceql.cli
+from traceql.cli import main
+heavy = ("traceql.ingest", "traceql.adapters", "traceql.pytorch", "traceql.where", "traceql.sqlcheck",
+         "sqlglot", "pyarrow.compute", "sqlite3")
+print(sorted(m for m in heavy if m in sys.modules))
+sys.argv = ["traceql", "--db", sys.argv[1], "report", "--by", "kernel", "--format", "csv"]
+try:
+    main()
+except SystemExit:
+    pass
+print(sorted(m for m in heavy if m in sys.modules))
+from traceql.ingest import raw_ddl
+import traceql
+print(callable(traceql.ingest), traceql.ingest.__name__, traceql.open.__name__)
+"""
+    db = tmp_path / "ws.duckdb"
+    assert traceql("--db", str(db), "ingest", str(nsys_stub(tmp_path / "k.sqlite"))).returncode == 0
+    proc = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "[]" and lines[-2] == "[]", lines
+    assert lines[-1] == "True ingest open"

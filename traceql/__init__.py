@@ -6,12 +6,45 @@
     ws.sql("SELECT name, sum(dur) FROM kernel GROUP BY 1 ORDER BY 2 DESC LIMIT 5").to_pandas()
 """
 
+import sys
+import types
+
 __version__ = "0.1.0"
 
 from .errors import (InputError, TraceqlError, UnsupportedVersionError,  # noqa: E402
                      UsageError, WorkspaceError)
-from .ingest import ingest  # noqa: E402
-from .workspace import Workspace, open  # noqa: E402,A004
 
 __all__ = ["ingest", "open", "Workspace", "TraceqlError", "InputError", "UsageError",
            "UnsupportedVersionError", "WorkspaceError", "__version__"]
+
+
+# ingest, open and Workspace are imported on first use: `import traceql` (and with it every
+# CLI command) need not load the ingest machinery (adapters, sqlite3, the PyTorch formulas)
+# nor DuckDB and pyarrow until it uses them.
+def __getattr__(name: str):
+    if name == "ingest":
+        from .ingest import ingest as value
+    elif name in ("open", "Workspace"):
+        from . import workspace
+
+        value = getattr(workspace, name)
+    else:
+        raise AttributeError(f"module 'traceql' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name, value):
+        # Importing the submodule traceql.ingest binds it to the package as `ingest`; the
+        # name stays the function, as it was when this file imported it eagerly.
+        if name == "ingest" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

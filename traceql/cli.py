@@ -10,13 +10,14 @@ import click
 
 from . import __version__, library
 from .errors import InputError, TraceqlError, UsageError
-from .ingest import ingest as ingest_files
 from .progress import for_stderr
 from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
 from .reports import REPORTS, report_query
 from .resources import contract_docs
-from .sqlcheck import closest, parse_params
 from .workspace import COUNTED, Workspace, default_db
+
+# Imported where a command needs them, so that the others start faster: traceql.ingest
+# (the ingest machinery) and traceql.sqlcheck (sqlglot).
 
 
 class Context:
@@ -61,6 +62,8 @@ def ingest(obj: Context, files):
     Several files are added together, all or nothing. A file that is already in the
     workspace (same absolute path) is replaced. The source files are only read.
     """
+    from .ingest import ingest as ingest_files
+
     progress = for_stderr()  # bars on a terminal only
     try:
         results = ingest_files(files, db=obj.db, progress=progress,
@@ -144,6 +147,8 @@ else text; DuckDB binds them, they never become part of the SQL text.
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
 @click.pass_obj
 def sql(obj: Context, query, file, params, dialect, write, fmt, output):
+    from .sqlcheck import parse_params
+
     text = read_sql(query, file)
     values = parse_params(params)
     with obj.open(write=write) as ws:
@@ -225,6 +230,8 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
 
     traceql query range --param group_by=path --param max_depth=2
     """
+    from .sqlcheck import parse_params
+
     values = parse_params(params)
     with obj.open(queries=queries) as ws:
         table = ws.query(name, **values)
@@ -476,6 +483,8 @@ def schema(view):
     """Describe the contract views: every column with its DuckDB type and description."""
     docs = contract_docs()
     if view is not None and view not in docs:
+        from .sqlcheck import closest
+
         best = closest(view, list(docs))
         hint = f"did you mean {best}? " if best else ""
         raise UsageError(f"no view {view!r}; {hint}views: {', '.join(docs)}")

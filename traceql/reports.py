@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import library
 from .errors import UsageError
 from .resources import contract_docs
-from .where import compile_where, splice
+
+# pyarrow.compute (sorting) and traceql.where (sqlglot) are imported when --sort, --where or
+# the per-trace summary need them: most reports do not, and they add to every CLI call.
 
 # report name -> (query file, default parameters). Every query declares trace_id and per_trace.
 REPORTS = {
@@ -74,6 +75,8 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
 
     sql = q.sql
     if where is not None:
+        from .where import compile_where, splice
+
         fragment, where_params = compile_where(where, input_columns(q.input), q.input)
         sql = splice(sql, fragment)
         bound.update(where_params)
@@ -107,6 +110,8 @@ def order_and_limit(table: pa.Table, sort: str | None, limit: int | None, per_tr
         keys = [(column, "ascending" if direction == "asc" else "descending")]
         if per_trace:
             keys.insert(0, ("trace_id", "ascending"))
+        import pyarrow.compute as pc
+
         # a stable sort: ties keep the report's own order
         table = table.take(pc.sort_indices(table, sort_keys=keys))
     if limit is not None:
@@ -172,6 +177,8 @@ def summary(ws, trace_id: int | None = None, per_trace: bool = False, limit: int
         parts.append(table)
     rows = pa.concat_tables(parts)
     if per_trace:  # each trace's sections together
+        import pyarrow.compute as pc
+
         rows = rows.take(pc.sort_indices(rows, sort_keys=[("trace_id", "ascending")]))
     traces = ws.query("traces", trace_id=trace_id)
     gpus = ws.query("gpu_busy", trace_id=trace_id)
