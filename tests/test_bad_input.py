@@ -316,6 +316,25 @@ def test_values_beyond_the_contract_types_are_an_input_error(tmp_path, workspace
     assert sha256(workspace) == before
 
 
+def test_durations_whose_sum_overflows_still_ingest(tmp_path):
+    """Kernels that end at 2**63-1 each fit the contract, but their summed time does not: the
+    stored unattributed total saturates at 2**63-1 instead of failing the whole ingest (a fuzz
+    variant of a real export found it), and the range report still answers."""
+    g, top = GLOBAL_PID, 9223372036854775807
+    path = make_sqlite(tmp_path / "long_kernels.sqlite", BASE + [
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, {top}, 0, 7, 5, {g}, 1, 2), "
+        f"(2, {top}, 0, 7, 6, {g}, 1, 2)"])
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([path], db=db)
+    assert rows(db, "SELECT dur FROM kernel ORDER BY kernel_id") == [{"dur": top - 1}, {"dur": top - 2}]
+    assert rows(db, "SELECT ops, kernels, kernel_ns FROM unattributed_gpu") == [
+        {"ops": 2, "kernels": 2, "kernel_ns": top}]
+    assert rows(db, "SELECT busy_ns FROM device_busy") == [{"busy_ns": top - 1}]
+    proc = cli("--db", str(db), "report", "--by", "range", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    assert f"[unattributed],,,,{top}" in proc.stdout
+
+
 def test_undecodable_text_in_a_number_column(tmp_path):
     """Invalid UTF-8 where a number belongs made DuckDB's own error message undecodable
     (UnicodeDecodeError, exit 1); the table is now read by the fallback reader."""

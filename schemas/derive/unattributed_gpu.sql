@@ -4,14 +4,16 @@
 -- traceql/ingest.py), that no NVTX range encloses: operations without an op_range row. Their
 -- count and summed durations per kind, one row per trace that has any. Stored so that
 -- `report --by range` need not anti-join every GPU operation against op_range at each call.
+-- A sum beyond 2^63-1 ns (only a damaged export gets there: ends near 2^63) is stored as
+-- 2^63-1 instead of failing the ingest.
 CREATE OR REPLACE TEMP VIEW derived_unattributed_gpu AS
 SELECT
     o.trace_id,
     count(*) AS ops,
     count(*) FILTER (WHERE o.op_kind = 'kernel') AS kernels,
-    CAST(coalesce(sum(o.dur) FILTER (WHERE o.op_kind = 'kernel'), 0) AS BIGINT) AS kernel_ns,
-    CAST(coalesce(sum(o.dur) FILTER (WHERE o.op_kind = 'memcpy'), 0) AS BIGINT) AS memcpy_ns,
-    CAST(coalesce(sum(o.dur) FILTER (WHERE o.op_kind = 'memset'), 0) AS BIGINT) AS memset_ns
+    CAST(least(coalesce(sum(o.dur) FILTER (WHERE o.op_kind = 'kernel'), 0), 9223372036854775807) AS BIGINT) AS kernel_ns,
+    CAST(least(coalesce(sum(o.dur) FILTER (WHERE o.op_kind = 'memcpy'), 0), 9223372036854775807) AS BIGINT) AS memcpy_ns,
+    CAST(least(coalesce(sum(o.dur) FILTER (WHERE o.op_kind = 'memset'), 0), 9223372036854775807) AS BIGINT) AS memset_ns
 FROM gpu_op o
 WHERE (getvariable('trace_id') IS NULL OR o.trace_id = getvariable('trace_id'))
   AND NOT EXISTS (SELECT 1 FROM op_range r WHERE r.trace_id = o.trace_id AND r.op_id = o.op_id)
