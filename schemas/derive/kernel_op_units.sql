@@ -47,7 +47,6 @@ layers AS (
     FROM op_range r
     JOIN layer_ranges n ON n.range_id = r.range_id
     WHERE r.trace_id = getvariable('trace_id') AND r.op_kind = 'kernel'
-      AND r.range_id IN (SELECT range_id FROM layer_ranges)
     GROUP BY r.op_id
 ),
 kern AS (
