@@ -351,9 +351,12 @@ give times in ns; tables show readable units, or --unit.
               help="op: peak TFLOP/s for the roofline instead of the GPU's (device_peak).")
 @click.option("--peak-gbps", type=click.FloatRange(min=0, min_open=True), default=None, metavar="GBPS",
               help="op: peak memory bandwidth in GB/s for the roofline instead of the GPU's.")
+@click.option("--recompute", is_flag=True,
+              help="Compute the report from the tables even when ingest stored it (kernel, api, gpu and range "
+                   "with their default options store one per trace; the rows are the same).")
 @click.pass_context
 def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
-           max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps):
+           max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps, recompute):
     for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range"),
                                  ("--depth", "max_depth", "range"), ("--match", "match", "range"),
                                  ("--domain", "domain", "range"), ("--with-shapes", "with_shapes", "op"),
@@ -370,7 +373,7 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
     obj: Context = ctx.obj
     with obj.open() as ws:
         table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,
-                          columns=columns, **params)
+                          columns=columns, recompute=recompute, **params)
     emit(table, fmt, output, unit=unit, labels=report_query(by).labels)
 
 
@@ -384,8 +387,10 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
 @click.option("--unit", type=click.Choice(list(UNITS)), default=None,
               help="Times in this unit in --format table or markdown (default: nvprof's 5 significant digits).")
+@click.option("--recompute", is_flag=True,
+              help="Compute the sections from the tables even when ingest stored them (the rows are the same).")
 @click.pass_obj
-def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit):
+def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompute):
     """An nvprof-style overview: each trace's span, its GPUs and their busy share of the span,
     then "GPU activities" (kernels by name, copies by direction, memsets) and "API calls",
     with Time(%), Time, Calls, Avg, Min, Max, Name.
@@ -398,7 +403,7 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit):
     """
     check_unit(unit, fmt)
     with obj.open() as ws:
-        result = ws.summary(trace_id=trace_id, per_trace=per_trace, limit=limit)
+        result = ws.summary(trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
     if fmt == "parquet":
         emit(result.rows, fmt, output)
     elif output is None:

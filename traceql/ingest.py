@@ -29,6 +29,7 @@ from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageErro
 from .progress import as_progress
 from .pytorch import prepare_kernel_op
 from .reader import stage
+from . import stored
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, REDERIVABLE_TABLES, read_schema, schema_exists
 
 # Adapter views each layout provides, in the order they are created. A layout folder
@@ -309,6 +310,7 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
         trace_id, replaced = row[0], True
         for table in CONTRACT_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
+        stored.delete_trace(con, trace_id)
     else:
         trace_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM trace").fetchone()[0]
         replaced = False
@@ -340,6 +342,8 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
         deriving("diagnostics")
         _add_stats(con, trace_id, det, report, result, source_stats)
         _add_trace_row(con, trace_id, det, path, utc)
+        deriving("stored reports")
+        stored.store(con, trace_id)
         deriving("done")
     finally:
         con.execute("DETACH raw")
@@ -362,7 +366,7 @@ def _drop_temp_objects(con) -> None:
 # What _fill and _ingest_one tell the progress display after the source tables are read.
 FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "nvtx_mark", "nvtx_range",
               "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
-              "unattributed_gpu", "diagnostics")
+              "unattributed_gpu", "diagnostics", "stored reports")
 
 
 def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:

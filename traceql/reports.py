@@ -53,7 +53,8 @@ def input_columns(view: str) -> list[str]:
 
 
 def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False, where: str | None = None,
-               sort: str | None = None, limit: int | None = None, columns=None, **params) -> pa.Table:
+               sort: str | None = None, limit: int | None = None, columns=None, recompute: bool = False,
+               **params) -> pa.Table:
     """Report BY as an Arrow table.
 
     trace_id: only that trace. per_trace: rows split by trace (a trace_id column first;
@@ -61,7 +62,9 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     over the report's input view (see traceql.where). sort: a column of the report,
     optionally ':asc' or ':desc' (default: descending for numbers, ascending for text);
     ties keep the report's own order. columns: the columns to keep, in this order.
-    Other keyword arguments are the query's parameters (e.g. with_dims for kernel)."""
+    recompute: compute the report from the contract tables even when the rows ingest stored
+    for it can answer (traceql.stored; they are the same rows). Other keyword arguments are
+    the query's parameters (e.g. with_dims for kernel)."""
     q = report_query(by)
     _, defaults = REPORTS[by]
     values = {**defaults, **{k: v for k, v in params.items() if v is not None}}
@@ -73,19 +76,13 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
         values["filtered"] = True
     bound = library.bind(q, values)
 
-    sql = q.sql
-    if where is not None:
-        from .where import compile_where, splice
+    table = None
+    if where is None and not recompute:
+        from . import stored
 
-        fragment, where_params = compile_where(where, input_columns(q.input), q.input)
-        sql = splice(sql, fragment)
-        bound.update(where_params)
-    try:
-        table = ws.execute(sql, bound).to_arrow_table()
-    except UsageError as exc:
-        if where is None:
-            raise
-        raise UsageError(f"--where {where!r}: {exc}") from None
+        table = stored.load(ws.con, by, q, bound, ws.trace_ids())
+    if table is None:
+        table = _compute(ws, q, bound, where)
 
     shown = [c.name for c in q.columns.values() if c.when is None or values.get(c.when)]
     missing = set(shown) - set(table.column_names)
@@ -94,6 +91,22 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     table = table.select(shown)
     table = order_and_limit(table, sort, limit, per_trace)
     return select_columns(table, columns)
+
+
+def _compute(ws, q, bound: dict, where: str | None) -> pa.Table:
+    sql = q.sql
+    if where is not None:
+        from .where import compile_where, splice
+
+        fragment, where_params = compile_where(where, input_columns(q.input), q.input)
+        sql = splice(sql, fragment)
+        bound = {**bound, **where_params}
+    try:
+        return ws.execute(sql, bound).to_arrow_table()
+    except UsageError as exc:
+        if where is None:
+            raise
+        raise UsageError(f"--where {where!r}: {exc}") from None
 
 
 def order_and_limit(table: pa.Table, sort: str | None, limit: int | None, per_trace: bool) -> pa.Table:
@@ -166,11 +179,13 @@ class Summary:
     per_trace: bool
 
 
-def summary(ws, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None) -> Summary:
-    """nvprof's overview: GPU activities and API calls; limit: rows per section (and trace)."""
+def summary(ws, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None,
+            recompute: bool = False) -> Summary:
+    """nvprof's overview: GPU activities and API calls; limit: rows per section (and trace);
+    recompute: as for run_report."""
     parts = []
     for section, by in SECTIONS:
-        table = run_report(ws, by, trace_id=trace_id, per_trace=per_trace, limit=limit)
+        table = run_report(ws, by, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
         keep = (["trace_id"] if per_trace else []) + SUMMARY_COLUMNS[1:]
         table = table.select(keep)
         table = table.add_column(1 if per_trace else 0, "section", pa.array([section] * table.num_rows, pa.string()))

@@ -93,12 +93,18 @@ class Workspace:
 
         if self._catalog is None:
             self._catalog = Catalog.of(self.con)
-        result = None
+        result, wrote = None, False
         for step in prepare(query, self.con, self._catalog, dialect=dialect, params=params, write=self.write):
             result = self.execute(step.statement, step.params)
             if step.writes:
                 self._catalog = None
-        return result.to_arrow_table() if result.description else pa.table({})
+                wrote = True
+        table = result.to_arrow_table() if result.description else pa.table({})
+        if wrote:  # the reports stored at ingest could disagree with what the statements changed
+            from . import stored
+
+            stored.forget(self.con)
+        return table
 
     def execute(self, query, params=None):
         """Run trusted SQL (the query library's) as it is: no checks. Use sql() for SQL
@@ -129,19 +135,21 @@ class Workspace:
 
     def report(self, by: str, trace_id: int | None = None, **params) -> pa.Table:
         """What `traceql report --by BY` prints, as an Arrow table. Options shared by every
-        report: trace_id, per_trace, where, sort, limit, columns (see reports.run_report);
+        report: trace_id, per_trace, where, sort, limit, columns, recompute (see reports.run_report);
         other keywords are the report query's parameters (with_dims, group_by, ...)."""
         from .reports import run_report
 
         self.check_trace(trace_id)
         return run_report(self, by, trace_id=trace_id, **params)
 
-    def summary(self, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None):
-        """What `traceql summary` prints: a reports.Summary (traces, gpus and rows, Arrow tables)."""
+    def summary(self, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None,
+                recompute: bool = False):
+        """What `traceql summary` prints: a reports.Summary (traces, gpus and rows, Arrow tables).
+        recompute: as for report()."""
         from .reports import summary
 
         self.check_trace(trace_id)
-        return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit)
+        return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
 
     def traces(self) -> pa.Table:
         return self.sql("SELECT * FROM trace ORDER BY trace_id")

@@ -1,0 +1,147 @@
+"""Reports stored at ingest: the default `--by kernel`, `--by api`, `--by gpu` and `--by range`
+of each trace, computed by the same query library SQL the report runs, so that asking for them
+reads a few rows instead of scanning millions.
+
+A stored report answers only what it was computed for: the report's default parameters, no
+--where, and either one trace or --per-trace. Anything else is computed as before. Each report
+query's rows live in a table named after a hash of its SQL (stored_<report>_<fingerprint>), so
+rows stored by another traceql version, whose query differs, are never read. A workspace
+written with `traceql sql --write` drops them all: they could disagree with the changed tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import duckdb
+import pyarrow as pa
+
+from . import library
+from .resources import read_schema
+
+# The reports stored at ingest (reports.REPORTS names): those whose input grows with the trace.
+REPORTS = ("kernel", "api", "gpu", "range")
+
+# A report of more rows than this (e.g. ranges named with sequence numbers) is not stored: it
+# would cost as much to read as to compute.
+MAX_ROWS = 100_000
+
+REGISTRY = "stored_report"
+
+
+def fingerprint(q: library.Query) -> str:
+    return hashlib.sha256(q.sql.encode()).hexdigest()[:16]
+
+
+def table_name(by: str, q: library.Query) -> str:
+    return f"stored_{by.replace('-', '_')}_{fingerprint(q)}"
+
+
+def _scope_free(bound: dict) -> dict:
+    """A report's bound parameters without the two that choose the traces."""
+    return {k: v for k, v in bound.items() if k not in ("trace_id", "per_trace")}
+
+
+def _default_bound(by: str, q: library.Query) -> dict:
+    from .reports import REPORTS as DEFAULTS
+
+    return library.bind(q, {**DEFAULTS[by][1], "per_trace": True})
+
+
+def store(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
+    """Compute and keep the default reports of trace TRACE_ID (ingest, after its contract rows
+    are written). Stored rows of other query versions are dropped."""
+    from .reports import report_query
+
+    con.execute(read_schema("stored_report.sql"))
+    for by in REPORTS:
+        q = report_query(by)
+        name = table_name(by, q)
+        _drop_other_versions(con, by, name)
+        con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ? AND report = ?", [trace_id, by])
+        bound = {**_default_bound(by, q), "trace_id": trace_id}
+        try:
+            rows = con.execute(q.sql, bound).to_arrow_table()
+        except duckdb.Error:  # e.g. sums beyond BIGINT: the report says why when it is asked for
+            continue
+        if rows.num_rows > MAX_ROWS:
+            continue
+        rows = rows.append_column("row_no", pa.array(range(rows.num_rows), pa.int64()))
+        con.register("_traceql_stored_rows", rows)
+        try:
+            con.execute(f"CREATE TABLE IF NOT EXISTS {name} AS SELECT * FROM _traceql_stored_rows LIMIT 0")
+            con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
+            con.execute(f"INSERT INTO {name} SELECT * FROM _traceql_stored_rows")
+        except duckdb.Error:  # rows another trace stored with other types: this one is computed on demand
+            continue
+        finally:
+            con.unregister("_traceql_stored_rows")
+        con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fingerprint(q), rows.num_rows])
+
+
+def _stored_tables(con, by: str | None = None) -> list[str]:
+    """The stored rows tables of report BY (of every report when None), of any version."""
+    pattern = (by.replace("-", "_") if by else "[a-z_]+") + "_[0-9a-f]{16}"
+    return [name for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND regexp_full_match(table_name, ?)", ["stored_" + pattern]).fetchall()]
+
+
+def _drop_other_versions(con, by: str, keep: str) -> None:
+    prefix = f"stored_{by.replace('-', '_')}_"
+    for name in _stored_tables(con, by):
+        if name == keep:
+            continue
+        con.execute(f'DROP TABLE "{name}"')
+        con.execute(f"DELETE FROM {REGISTRY} WHERE report = ? AND fingerprint = ?", [by, name[len(prefix):]])
+
+
+def delete_trace(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
+    """Forget the stored reports of a trace that is being replaced."""
+    if not _has_registry(con):
+        return
+    for (by, fp) in con.execute(f"SELECT DISTINCT report, fingerprint FROM {REGISTRY} WHERE trace_id = ?",
+                                [trace_id]).fetchall():
+        name = f"stored_{by.replace('-', '_')}_{fp}"
+        if _has_table(con, name):
+            con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
+    con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ?", [trace_id])
+
+
+def forget(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop every stored report (the workspace was changed by a user's statement)."""
+    for name in _stored_tables(con) + [REGISTRY]:
+        con.execute(f'DROP TABLE IF EXISTS "{name}"')
+
+
+def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
+         trace_ids: list[int]) -> pa.Table | None:
+    """Report BY with these bound parameters from its stored rows, or None when they cannot
+    answer it: other parameters than the defaults, several traces without per_trace, a trace
+    ingested before reports were stored, or a report too large to store."""
+    if by not in REPORTS or q.origin is not None:
+        return None
+    if _scope_free(bound) != _scope_free(_default_bound(by, q)):
+        return None
+    ids = [bound["trace_id"]] if bound.get("trace_id") is not None else trace_ids
+    if not ids or (len(ids) > 1 and not bound.get("per_trace")):
+        return None
+    if not _has_registry(con):
+        return None
+    found = con.execute(
+        f"SELECT count(DISTINCT trace_id) FROM {REGISTRY} WHERE report = ? AND fingerprint = ? "
+        "AND list_contains(?, trace_id)", [by, fingerprint(q), ids]).fetchone()[0]
+    if found != len(ids):
+        return None
+    return con.execute(
+        f"SELECT * EXCLUDE (row_no) FROM {table_name(by, q)} WHERE list_contains(?, trace_id) "
+        "ORDER BY trace_id, row_no", [ids]).to_arrow_table()
+
+
+def _has_registry(con) -> bool:
+    return _has_table(con, REGISTRY)
+
+
+def _has_table(con, name: str) -> bool:
+    return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                       "AND table_name = ?", [name]).fetchone()[0] > 0
