@@ -5,6 +5,6 @@
 CREATE TABLE IF NOT EXISTS stored_report (
     trace_id          INTEGER NOT NULL, -- trace the rows belong to (trace.trace_id)
     report            VARCHAR NOT NULL, -- report name, as in `traceql report --by NAME`
-    fingerprint       VARCHAR NOT NULL, -- hash of the report's SQL: rows stored by another version of the query are never read
+    fingerprint       VARCHAR NOT NULL, -- hash of the report's SQL and default options: rows stored by another version are never read
     row_count         BIGINT NOT NULL   -- rows stored for the trace (0 is a stored empty report)
 );

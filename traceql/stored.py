@@ -29,12 +29,14 @@ MAX_ROWS = 100_000
 REGISTRY = "stored_report"
 
 
-def fingerprint(q: library.Query) -> str:
-    return hashlib.sha256(q.sql.encode()).hexdigest()[:16]
+def fingerprint(by: str, q: library.Query) -> str:
+    """A hash of what the stored rows were computed with: the report's SQL and its defaults."""
+    text = q.sql + "\n" + repr(sorted(_default_bound(by, q).items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def table_name(by: str, q: library.Query) -> str:
-    return f"stored_{by.replace('-', '_')}_{fingerprint(q)}"
+    return f"stored_{by.replace('-', '_')}_{fingerprint(by, q)}"
 
 
 def _scope_free(bound: dict) -> dict:
@@ -76,7 +78,7 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
             continue
         finally:
             con.unregister("_traceql_stored_rows")
-        con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fingerprint(q), rows.num_rows])
+        con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fingerprint(by, q), rows.num_rows])
 
 
 def _stored_tables(con, by: str | None = None) -> list[str]:
@@ -130,7 +132,7 @@ def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
         return None
     found = con.execute(
         f"SELECT count(DISTINCT trace_id) FROM {REGISTRY} WHERE report = ? AND fingerprint = ? "
-        "AND list_contains(?, trace_id)", [by, fingerprint(q), ids]).fetchone()[0]
+        "AND list_contains(?, trace_id)", [by, fingerprint(by, q), ids]).fetchone()[0]
     if found != len(ids):
         return None
     return con.execute(
