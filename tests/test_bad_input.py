@@ -437,6 +437,32 @@ def test_a_second_ingest_waits_for_the_first(tmp_path, workspace):
     assert out.startswith("added trace 2")
 
 
+def test_sql_write_and_ingest_wait_for_each_other(tmp_path, workspace):
+    """`traceql sql --write` holds the workspace lock: an ingest meanwhile would copy the
+    workspace before the change and rename its copy over it, losing the change."""
+    src = nsys_stub(tmp_path / "b.sqlite")
+    with traceql.open(workspace, write=True) as ws:
+        ws.sql("CREATE TABLE notes AS SELECT 1 AS x")
+        busy = cli("--db", str(workspace), "ingest", str(src), env={"TRACEQL_LOCK_TIMEOUT": "0"})
+    assert busy.returncode == 5
+    assert one_line(busy) == (f"traceql: error: {workspace}: another traceql sql --write (pid {os.getpid()}) is "
+                              "writing this workspace; try again when it ends (TRACEQL_LOCK_TIMEOUT sets how long "
+                              "to wait)")
+    done = cli("--db", str(workspace), "ingest", str(src))  # once it is closed
+    assert done.returncode == 0, done.stderr
+    assert rows(workspace, "SELECT x FROM notes") == [{"x": 1}]
+    assert rows(workspace, "SELECT count(*) AS n FROM trace") == [{"n": 2}]
+    # and the other way round: sql --write waits for an ingest
+    with open(workspace.with_name(workspace.name + ".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.seek(0), lock.truncate(), lock.write("31337\n"), lock.flush()
+        blocked = cli("--db", str(workspace), "sql", "--write", "DROP TABLE notes",
+                      env={"TRACEQL_LOCK_TIMEOUT": "0"})
+    assert blocked.returncode == 5
+    assert f"{workspace}: another traceql ingest (pid 31337) is writing this workspace" in one_line(blocked)
+    assert rows(workspace, "SELECT x FROM notes") == [{"x": 1}]
+
+
 def test_lock_timeout_fails_cleanly_with_exit_5(tmp_path, workspace):
     before = sha256(workspace)
     with open(workspace.with_name(workspace.name + ".lock"), "a+") as lock:

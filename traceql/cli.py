@@ -27,7 +27,12 @@ class Context:
         self.queries = tuple(queries)
 
     def open(self, write: bool = False, queries=()) -> Workspace:
-        return Workspace(self.db, write=write, queries=self.queries + tuple(queries))
+        return Workspace(self.db, write=write, queries=self.queries + tuple(queries), on_wait=say_wait)
+
+
+def say_wait(message: str) -> None:
+    """Tell on stderr that a command waits for another writer of the workspace."""
+    click.echo(f"traceql: {message}", err=True)
 
 
 QUERIES_HELP = ("A folder of your own queries (NAME.sql, same conventions as the built-in ones); "
@@ -67,7 +72,7 @@ def ingest(obj: Context, files):
     progress = for_stderr()  # bars on a terminal only
     try:
         results = ingest_files(files, db=obj.db, progress=progress,
-                               on_wait=lambda message: click.echo(f"traceql: {message}", err=True))
+                               on_wait=say_wait)
     finally:
         if progress:
             progress.close()

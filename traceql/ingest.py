@@ -9,7 +9,6 @@ exactly as it was. The source file is opened read-only.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import glob
 import os
 import shutil
@@ -25,7 +24,8 @@ import duckdb
 from . import __version__
 from .adapters import prepare as prepare_adapters
 from .detect import Detected, detect
-from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageError, WorkspaceError
+from .lock import workspace_lock
+from .errors import InputError, TraceqlError, UnsupportedVersionError, WorkspaceError
 from .progress import as_progress
 from .pytorch import prepare_kernel_op
 from .reader import stage
@@ -125,65 +125,6 @@ class _TimedConnection:
         return getattr(self._con, name)
 
 
-DEFAULT_LOCK_TIMEOUT = 600.0  # seconds an ingest waits for another one into the same workspace
-
-
-def lock_timeout() -> float:
-    """TRACEQL_LOCK_TIMEOUT (seconds; 0 = do not wait), else DEFAULT_LOCK_TIMEOUT."""
-    text = os.environ.get("TRACEQL_LOCK_TIMEOUT", "").strip()
-    if not text:
-        return DEFAULT_LOCK_TIMEOUT
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"TRACEQL_LOCK_TIMEOUT={text}: not a number of seconds") from None
-    if value < 0:
-        raise UsageError(f"TRACEQL_LOCK_TIMEOUT={text}: must be 0 or more seconds")
-    return value
-
-
-@contextlib.contextmanager
-def workspace_lock(db: Path, timeout: float | None = None, on_wait=None):
-    """An exclusive lock on the workspace for the duration of one ingest.
-
-    A second ingest into the same workspace waits for the first to end (it then copies
-    the workspace the first one wrote, so both files end up in it), up to `timeout`
-    seconds (default: lock_timeout()); on_wait(message) is called once when it has to
-    wait. The lock file holds the pid of the ingest that owns it."""
-    timeout = lock_timeout() if timeout is None else timeout
-    lock_path = db.with_name(db.name + ".lock")
-    try:
-        fh = open(lock_path, "a+")
-    except OSError as exc:
-        raise WorkspaceError(f"{db}: cannot create lock file {lock_path.name} ({exc.strerror or exc})") from None
-    try:
-        deadline = time.monotonic() + timeout
-        waited = False
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                holder = _lock_holder(lock_path)
-                if time.monotonic() >= deadline:
-                    waited_for = f" after waiting {timeout:g} s" if timeout else ""
-                    raise WorkspaceError(
-                        f"{db}: another traceql ingest{holder} is writing this workspace{waited_for}; "
-                        "try again when it ends (TRACEQL_LOCK_TIMEOUT sets how long to wait)") from None
-                if not waited and on_wait is not None:
-                    on_wait(f"{db}: waiting for another traceql ingest{holder} into this workspace to end")
-                waited = True
-                time.sleep(0.05)
-        with contextlib.suppress(OSError):
-            fh.seek(0)
-            fh.truncate()
-            fh.write(f"{os.getpid()}\n")
-            fh.flush()
-        yield
-    finally:
-        fh.close()
-
-
 def _remove_stale_files(db: Path) -> None:
     """Temporary files of an ingest that was killed (kill -9, power loss): with the lock
     held no other ingest into this workspace is running, so they are all stale."""
@@ -193,12 +134,6 @@ def _remove_stale_files(db: Path) -> None:
         else:
             with contextlib.suppress(OSError):
                 leftover.unlink()
-
-
-def _lock_holder(lock_path: Path) -> str:
-    with contextlib.suppress(OSError, ValueError, IndexError):  # IndexError: empty while rewritten
-        return f" (pid {int(lock_path.read_text().split()[0])})"
-    return ""
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@ tables. `traceql.open(path)` returns a Workspace for queries, info and export.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -24,18 +25,20 @@ def default_db() -> Path:
 
 
 def open(path: str | os.PathLike | None = None, *, write: bool = False,  # noqa: A001 - mirrors the builtin
-         queries=()) -> "Workspace":
+         queries=(), on_wait=None) -> "Workspace":
     """Open an existing workspace, read-only unless write=True (which lets .sql() run
-    statements that change it). queries: folders of the user's own .sql queries, added to
-    the query library next to $TRACEQL_QUERIES (see traceql.library)."""
-    return Workspace(path if path is not None else default_db(), write=write, queries=queries)
+    statements that change it, and holds the workspace lock until close(): an ingest into
+    it waits, and it waits for one, see traceql.lock; on_wait(message) tells that it waits).
+    queries: folders of the user's own .sql queries, added to the query library next to
+    $TRACEQL_QUERIES (see traceql.library)."""
+    return Workspace(path if path is not None else default_db(), write=write, queries=queries, on_wait=on_wait)
 
 
 class Workspace:
     """A traceql workspace, read-only unless opened with write=True. Every query returns a
     pyarrow.Table: .to_pandas() with pandas installed, polars.from_arrow() for polars."""
 
-    def __init__(self, path: str | os.PathLike, write: bool = False, queries=()):
+    def __init__(self, path: str | os.PathLike, write: bool = False, queries=(), on_wait=None):
         self.path = Path(path)
         self.write = bool(write)
         self.query_dirs = tuple(Path(q) for q in ([queries] if isinstance(queries, (str, os.PathLike))
@@ -45,6 +48,21 @@ class Workspace:
             raise WorkspaceError(f"{self.path}: no workspace here; create one with 'traceql ingest FILE'")
         if self.path.is_dir():
             raise WorkspaceError(f"{self.path}: is a directory, not a workspace file")
+        self._held = contextlib.ExitStack()  # the workspace lock, when writing
+        try:
+            if self.write:
+                from .lock import workspace_lock
+
+                self._held.enter_context(workspace_lock(self.path, on_wait=on_wait, activity="sql --write"))
+            self._connect()
+        except BaseException:
+            self._held.close()
+            raise
+        for name in REDERIVABLE_TABLES:
+            if name not in self._tables:  # made by an earlier version: computed at each query instead
+                self._derive_on_the_fly(name)
+
+    def _connect(self) -> None:
         try:
             self.con = duckdb.connect(str(self.path), read_only=not self.write)
         except duckdb.Error as exc:
@@ -52,13 +70,10 @@ class Workspace:
             if "lock" in first.lower():
                 raise WorkspaceError(f"{self.path}: in use by another process ({first})") from None
             raise WorkspaceError(f"{self.path}: not a traceql workspace ({first})") from None
-        tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        if "trace" not in tables:
+        self._tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "trace" not in self._tables:
             self.con.close()
             raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
-        for name in REDERIVABLE_TABLES:
-            if name not in tables:  # made by an earlier version: computed at each query instead
-                self._derive_on_the_fly(name)
 
     def _derive_on_the_fly(self, name: str) -> None:
         """A contract table this workspace lacks, as a temporary view over the tables it is
@@ -71,7 +86,10 @@ class Workspace:
             pass
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            self.con.close()
+        finally:
+            self._held.close()
 
     def __enter__(self):
         return self

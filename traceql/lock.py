@@ -1,0 +1,83 @@
+"""The workspace lock: one writer at a time. An ingest writes a copy of the workspace and
+renames it over the original, so a change made meanwhile by another writer (another ingest,
+or `traceql sql --write`) would be lost; both take this lock first."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from pathlib import Path
+
+from .errors import UsageError, WorkspaceError
+
+DEFAULT_LOCK_TIMEOUT = 600.0  # seconds a writer waits for another one into the same workspace
+
+
+def lock_timeout() -> float:
+    """TRACEQL_LOCK_TIMEOUT (seconds; 0 = do not wait), else DEFAULT_LOCK_TIMEOUT."""
+    text = os.environ.get("TRACEQL_LOCK_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"TRACEQL_LOCK_TIMEOUT={text}: not a number of seconds") from None
+    if value < 0:
+        raise UsageError(f"TRACEQL_LOCK_TIMEOUT={text}: must be 0 or more seconds")
+    return value
+
+
+@contextlib.contextmanager
+def workspace_lock(db: Path, timeout: float | None = None, on_wait=None, activity: str = "ingest"):
+    """An exclusive lock on the workspace while one writer (ACTIVITY: 'ingest' or
+    'sql --write') changes it.
+
+    A second writer waits for the first to end (an ingest then copies the workspace the first
+    one wrote, so both changes end up in it), up to `timeout` seconds (default:
+    lock_timeout()); on_wait(message) is called once when it has to wait. The lock file holds
+    the pid and activity of the writer that owns it."""
+    timeout = lock_timeout() if timeout is None else timeout
+    lock_path = db.with_name(db.name + ".lock")
+    try:
+        fh = open(lock_path, "a+")
+    except OSError as exc:
+        raise WorkspaceError(f"{db}: cannot create lock file {lock_path.name} ({exc.strerror or exc})") from None
+    try:
+        deadline = time.monotonic() + timeout
+        waited = False
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                other, holder = _lock_holder(lock_path)
+                if time.monotonic() >= deadline:
+                    waited_for = f" after waiting {timeout:g} s" if timeout else ""
+                    raise WorkspaceError(
+                        f"{db}: another traceql {other}{holder} is writing this workspace{waited_for}; "
+                        "try again when it ends (TRACEQL_LOCK_TIMEOUT sets how long to wait)") from None
+                if not waited and on_wait is not None:
+                    on_wait(f"{db}: waiting for another traceql {other}{holder} into this workspace to end")
+                waited = True
+                time.sleep(0.05)
+        with contextlib.suppress(OSError):
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()} {activity}\n")
+            fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+def _lock_holder(lock_path: Path) -> tuple[str, str]:
+    """(activity, ' (pid N)') of the writer holding the lock, as far as its file tells."""
+    words = []
+    with contextlib.suppress(OSError):
+        words = lock_path.read_text().split()
+    pid = ""
+    with contextlib.suppress(ValueError, IndexError):  # IndexError: empty while rewritten
+        pid = f" (pid {int(words[0])})"
+    return (" ".join(words[1:]) or "ingest"), pid
