@@ -704,6 +704,12 @@ def fs(x: float | None, digits: int = 2) -> str:
     return f"{x:.{digits}f}"
 
 
+def fsu(x: float | None, digits: int = 2) -> str:
+    """fs with its unit: '8.4 ms' or '0.23 s'."""
+    text = fs(x, digits)
+    return text if text.endswith("ms") or text == "—" else text + " s"
+
+
 def fx(num: float | None, den: float | None, at_least: bool = False) -> str:
     """A ratio num/den as 'N×' ('≥ N×' when num is a lower bound)."""
     if num is None or den is None or den <= 0:
@@ -772,13 +778,13 @@ def targets(results: list[dict]) -> list[tuple[str, str, str, str]]:
                 cp = r["inproc"][op].get("computed")
                 rows.append((f"report --by {op} ≥ 20× faster than the SQLite baseline" if op != "summary"
                              else "summary ≥ 20× faster than the SQLite baseline", name,
-                             f"{fx(b, t, lower)} ({fs(t)} s in-process vs {base_text(r['baseline'][op])}); "
-                             f"computed: {fx(b, cp, lower)} ({fs(cp)} s)", verdict))
+                             f"{fx(b, t, lower)} ({fsu(t)} in-process vs {base_text(r['baseline'][op])}); "
+                             f"computed: {fx(b, cp, lower)} ({fsu(cp)})", verdict))
         if r["name"].endswith(" L"):
             for op in OPS:
                 t = r["inproc"][op]["secs"]
-                rows.append((f"{op}: under 0.5 s", name, f"{fs(t)} s in-process, {fs(r['cli'][op]['secs'])} s CLI, "
-                             f"computed {fs(r['inproc'][op].get('computed'))} s",
+                rows.append((f"{op}: under 0.5 s", name, f"{fsu(t)} in-process, {fsu(r['cli'][op]['secs'])} CLI, "
+                             f"computed {fsu(r['inproc'][op].get('computed'))}",
                              "met" if t < 0.5 else f"missed by {missed(t, 0.5)}"))
         t, a, common = end_to_end(r)
         if t is not None:
