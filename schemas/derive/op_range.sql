@@ -36,12 +36,12 @@ pp AS (
     FROM pp0 p JOIN threads t ON t.pid = p.pid AND t.tid = p.tid
 ),
 levels AS (
-    SELECT c.op_id, c.a_ts, c.a_end, t.th * 4294967296 + unnest(range(0, t.max_depth + 1)) AS level_key
+    SELECT c.op_id, c.op_kind, c.a_ts, c.a_end, t.th * 4294967296 + unnest(range(0, t.max_depth + 1)) AS level_key
     FROM calls c
     JOIN threads t ON t.pid = c.pid AND t.tid = c.tid
 ),
 stack AS (
-    SELECT l.op_id, p.range_id, p.depth, p.ts, 'thread' AS attribution
+    SELECT l.op_id, l.op_kind, p.range_id, p.depth, p.ts, 'thread' AS attribution
     FROM levels l
     ASOF JOIN pp p ON p.level_key = l.level_key AND l.a_ts >= p.ts
     WHERE p.r_end >= l.a_end
@@ -52,11 +52,11 @@ se AS (
     WHERE trace_id = getvariable('trace_id') AND style = 'start/end'
 ),
 se_pairs AS (
-    SELECT c.op_id, se.range_id, se.depth, se.ts, 'thread' AS attribution
+    SELECT c.op_id, c.op_kind, se.range_id, se.depth, se.ts, 'thread' AS attribution
     FROM calls c JOIN se ON se.pid = c.pid AND se.tid = c.tid
     WHERE se.end_tid IS NULL AND se.ts <= c.a_ts AND se.r_end >= c.a_end
     UNION ALL
-    SELECT c.op_id, se.range_id, se.depth, se.ts, 'process'
+    SELECT c.op_id, c.op_kind, se.range_id, se.depth, se.ts, 'process'
     FROM calls c JOIN se ON se.pid = c.pid
     WHERE se.end_tid IS NOT NULL AND se.ts <= c.a_ts AND se.r_end >= c.a_end
 ),
@@ -65,8 +65,7 @@ pairs AS (
     UNION ALL
     SELECT * FROM se_pairs
 )
-SELECT getvariable('trace_id')::INTEGER AS trace_id, p.op_id, c.op_kind, p.range_id, p.depth,
+SELECT getvariable('trace_id')::INTEGER AS trace_id, p.op_id, p.op_kind, p.range_id, p.depth,
        row_number() OVER (PARTITION BY p.op_id ORDER BY p.ts DESC, p.range_id DESC) = 1 AS is_innermost,
        p.attribution
-FROM pairs p
-JOIN calls c USING (op_id);
+FROM pairs p;
