@@ -134,6 +134,15 @@ def test_another_query_version_is_never_read(generated_ws, tmp_path):
         assert not used_stored(ws, "api", 1) and used_stored(ws, "api", 2)
 
 
+def test_rows_dropped_behind_its_back_are_computed(generated_ws):
+    _, db = generated_ws
+    with traceql.open(db, write=True) as ws:
+        expected = ws.report("range", recompute=True)
+        ws.con.execute(f"DROP TABLE {stored.table_name('range', report_query('range'))}")  # registry left as it was
+        assert not used_stored(ws, "range", 1)
+        assert ws.report("range").equals(expected)
+
+
 def test_too_large_reports_are_not_stored(tmp_path, monkeypatch):
     src = tmp_path / "gen.sqlite"
     generate(src, layout="3", kernels=300, seed=5)

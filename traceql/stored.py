@@ -4,9 +4,12 @@ reads a few rows instead of scanning millions.
 
 A stored report answers only what it was computed for: the report's default parameters, no
 --where, and either one trace or --per-trace. Anything else is computed as before. Each report
-query's rows live in a table named after a hash of its SQL (stored_<report>_<fingerprint>), so
-rows stored by another traceql version, whose query differs, are never read. A workspace
-written with `traceql sql --write` drops them all: they could disagree with the changed tables.
+query's rows live in a table named after a hash of its SQL and default options
+(stored_<report>_<fingerprint>), so rows stored by another traceql version, whose query
+differs, are never read. A workspace written with `traceql sql --write` (Workspace.sql on a
+workspace opened with write=True) drops them all: they could disagree with the changed
+tables. Statements run on Workspace.con directly bypass that; call forget(ws.con) after
+changing contract tables that way.
 """
 
 from __future__ import annotations
@@ -135,9 +138,12 @@ def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
         "AND list_contains(?, trace_id)", [by, fingerprint(by, q), ids]).fetchone()[0]
     if found != len(ids):
         return None
-    return con.execute(
-        f"SELECT * EXCLUDE (row_no) FROM {table_name(by, q)} WHERE list_contains(?, trace_id) "
-        "ORDER BY trace_id, row_no", [ids]).to_arrow_table()
+    try:
+        return con.execute(
+            f"SELECT * EXCLUDE (row_no) FROM {table_name(by, q)} WHERE list_contains(?, trace_id) "
+            "ORDER BY trace_id, row_no", [ids]).to_arrow_table()
+    except duckdb.CatalogException:  # the registry names rows someone dropped: compute instead
+        return None
 
 
 def _has_registry(con) -> bool:
