@@ -27,7 +27,7 @@ def used_stored(ws, by, trace_id=None, per_trace=False, **params):
     from traceql import library
 
     values = {**REPORTS[by][1], **params, "trace_id": trace_id, "per_trace": per_trace}
-    return stored.load(ws.con, by, q, library.bind(q, values), ws.trace_ids()) is not None
+    return stored.load(ws.con, by, q, library.bind(q, values)) is not None
 
 
 @pytest.fixture(scope="module")

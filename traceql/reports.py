@@ -80,7 +80,7 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     if where is None and not recompute:
         from . import stored
 
-        table = stored.load(ws.con, by, q, bound, ws.trace_ids())
+        table = stored.load(ws.con, by, q, bound)
     if table is None:
         table = _compute(ws, q, bound, where)
 

@@ -14,6 +14,7 @@ changing contract tables that way.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 import duckdb
@@ -39,7 +40,12 @@ def fingerprint(by: str, q: library.Query) -> str:
 
 
 def table_name(by: str, q: library.Query) -> str:
-    return f"stored_{by.replace('-', '_')}_{fingerprint(by, q)}"
+    return _table(by, fingerprint(by, q))
+
+
+def _table(by: str, fp: str) -> str:
+    """The table of report BY's rows stored by the query version FP."""
+    return f"stored_{by.replace('-', '_')}_{fp}"
 
 
 def _scope_free(bound: dict) -> dict:
@@ -61,8 +67,9 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
     con.execute(read_schema("stored_report.sql"))
     for by in REPORTS:
         q = report_query(by)
-        name = table_name(by, q)
-        _drop_other_versions(con, by, name)
+        fp = fingerprint(by, q)
+        name = _table(by, fp)
+        _drop_other_versions(con, by, fp)
         con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ? AND report = ?", [trace_id, by])
         bound = {**_default_bound(by, q), "trace_id": trace_id}
         try:
@@ -81,36 +88,31 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
             continue
         finally:
             con.unregister("_traceql_stored_rows")
-        con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fingerprint(by, q), rows.num_rows])
+        con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fp, rows.num_rows])
 
 
 def _stored_tables(con, by: str | None = None) -> list[str]:
     """The stored rows tables of report BY (of every report when None), of any version."""
-    pattern = (by.replace("-", "_") if by else "[a-z_]+") + "_[0-9a-f]{16}"
+    pattern = (_table(by, "") if by else "stored_[a-z_]+_") + "[0-9a-f]{16}"
     return [name for (name,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND regexp_full_match(table_name, ?)", ["stored_" + pattern]).fetchall()]
+        "AND regexp_full_match(table_name, ?)", [pattern]).fetchall()]
 
 
-def _drop_other_versions(con, by: str, keep: str) -> None:
-    prefix = f"stored_{by.replace('-', '_')}_"
+def _drop_other_versions(con, by: str, keep_fp: str) -> None:
     for name in _stored_tables(con, by):
-        if name == keep:
-            continue
-        con.execute(f'DROP TABLE "{name}"')
-        con.execute(f"DELETE FROM {REGISTRY} WHERE report = ? AND fingerprint = ?", [by, name[len(prefix):]])
+        fp = name.rsplit("_", 1)[1]
+        if fp != keep_fp:
+            con.execute(f'DROP TABLE "{name}"')
+            con.execute(f"DELETE FROM {REGISTRY} WHERE report = ? AND fingerprint = ?", [by, fp])
 
 
 def delete_trace(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
     """Forget the stored reports of a trace that is being replaced."""
-    if not _has_registry(con):
-        return
-    for (by, fp) in con.execute(f"SELECT DISTINCT report, fingerprint FROM {REGISTRY} WHERE trace_id = ?",
-                                [trace_id]).fetchall():
-        name = f"stored_{by.replace('-', '_')}_{fp}"
-        if _has_table(con, name):
-            con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
-    con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ?", [trace_id])
+    for name in _stored_tables(con):
+        con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
+    with contextlib.suppress(duckdb.CatalogException):  # no registry: a workspace from before stored reports
+        con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ?", [trace_id])
 
 
 def forget(con: duckdb.DuckDBPyConnection) -> None:
@@ -119,8 +121,7 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'DROP TABLE IF EXISTS "{name}"')
 
 
-def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
-         trace_ids: list[int]) -> pa.Table | None:
+def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict) -> pa.Table | None:
     """Report BY with these bound parameters from its stored rows, or None when they cannot
     answer it: other parameters than the defaults, several traces without per_trace, a trace
     ingested before reports were stored, or a report too large to store."""
@@ -128,28 +129,16 @@ def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
         return None
     if _scope_free(bound) != _scope_free(_default_bound(by, q)):
         return None
-    ids = [bound["trace_id"]] if bound.get("trace_id") is not None else trace_ids
-    if not ids or (len(ids) > 1 and not bound.get("per_trace")):
-        return None
-    if not _has_registry(con):
-        return None
-    found = con.execute(
-        f"SELECT count(DISTINCT trace_id) FROM {REGISTRY} WHERE report = ? AND fingerprint = ? "
-        "AND list_contains(?, trace_id)", [by, fingerprint(by, q), ids]).fetchone()[0]
-    if found != len(ids):
-        return None
+    fp = fingerprint(by, q)
     try:
+        ids, found = con.execute(
+            f"SELECT list(t.trace_id), count(s.trace_id) FROM trace t "
+            f"LEFT JOIN {REGISTRY} s ON s.trace_id = t.trace_id AND s.report = ? AND s.fingerprint = ? "
+            "WHERE ? IS NULL OR t.trace_id = ?", [by, fp, bound.get("trace_id"), bound.get("trace_id")]).fetchone()
+        if not ids or found != len(ids) or (len(ids) > 1 and not bound.get("per_trace")):
+            return None
         return con.execute(
-            f"SELECT * EXCLUDE (row_no) FROM {table_name(by, q)} WHERE list_contains(?, trace_id) "
+            f"SELECT * EXCLUDE (row_no) FROM {_table(by, fp)} WHERE list_contains(?, trace_id) "
             "ORDER BY trace_id, row_no", [ids]).to_arrow_table()
-    except duckdb.CatalogException:  # the registry names rows someone dropped: compute instead
+    except duckdb.CatalogException:  # a workspace from before stored reports, or rows someone dropped
         return None
-
-
-def _has_registry(con) -> bool:
-    return _has_table(con, REGISTRY)
-
-
-def _has_table(con, name: str) -> bool:
-    return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-                       "AND table_name = ?", [name]).fetchone()[0] > 0

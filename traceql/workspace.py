@@ -54,15 +54,16 @@ class Workspace:
                 from .lock import workspace_lock
 
                 self._held.enter_context(workspace_lock(self.path, on_wait=on_wait, activity="sql --write"))
-            self._connect()
+            tables = self._connect()
         except BaseException:
             self._held.close()
             raise
         for name in REDERIVABLE_TABLES:
-            if name not in self._tables:  # made by an earlier version: computed at each query instead
+            if name not in tables:  # made by an earlier version: computed at each query instead
                 self._derive_on_the_fly(name)
 
-    def _connect(self) -> None:
+    def _connect(self) -> set[str]:
+        """Open self.con; the names of the workspace's tables."""
         try:
             self.con = duckdb.connect(str(self.path), read_only=not self.write)
         except duckdb.Error as exc:
@@ -70,10 +71,11 @@ class Workspace:
             if "lock" in first.lower():
                 raise WorkspaceError(f"{self.path}: in use by another process ({first})") from None
             raise WorkspaceError(f"{self.path}: not a traceql workspace ({first})") from None
-        self._tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        if "trace" not in self._tables:
+        tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "trace" not in tables:
             self.con.close()
             raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
+        return tables
 
     def _derive_on_the_fly(self, name: str) -> None:
         """A contract table this workspace lacks, as a temporary view over the tables it is
