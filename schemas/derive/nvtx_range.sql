@@ -26,7 +26,7 @@ WITH pp0 AS (
     WHERE style = 'push/pop'
 ),
 threads AS MATERIALIZED (
-    SELECT pid, tid, (row_number() OVER ())::BIGINT AS th FROM (SELECT DISTINCT pid, tid FROM pp0)
+    SELECT pid, tid, row_number() OVER () AS th FROM (SELECT DISTINCT pid, tid FROM pp0)
 ),
 pp AS (
     SELECT p.range_id, t.th, p.ts, p.e FROM pp0 p JOIN threads t USING (pid, tid)
@@ -59,9 +59,9 @@ ASOF LEFT JOIN raw.nvtx_depth p
 
 DROP TABLE raw.nvtx_depth;
 
--- path: names from the outermost range down. Only ranges that are some range's parent (a
--- tenth of a typical trace) are walked, one level per recursion step; every range's path is
--- then its parent's path and its own name, in the last step.
+-- path: names from the outermost range down. Only ranges that are some range's parent (750 k
+-- of the 16 M ranges of bench's ATTR, 2.5 M of L's 7.5 M) are walked, one level per recursion
+-- step; every range's path is then its parent's path and its own name, in the last step.
 CREATE OR REPLACE TABLE raw.nvtx_path AS
 WITH RECURSIVE tree AS MATERIALIZED (
     SELECT s.range_id, coalesce(s.name, '') AS name, p.parent_range_id
