@@ -43,6 +43,7 @@ ID_TABLES = (("kernel", "kernel_id"), ("memcpy", "memcpy_id"), ("memset", "memse
              ("api_call", "api_id"))
 
 DEFAULT_MEMORY_LIMIT = "3GB"  # DuckDB buffer pool; spills beyond it (TRACEQL_MEMORY_LIMIT to change)
+BLOCK_ALLOCATOR_MEMORY = "1.5GB"  # with the default limit: freed blocks kept for reuse (configure)
 
 
 @dataclass
@@ -57,7 +58,15 @@ class IngestResult:
 
 
 def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path) -> None:
-    con.execute(f"SET memory_limit = '{os.environ.get('TRACEQL_MEMORY_LIMIT', DEFAULT_MEMORY_LIMIT)}'")
+    limit = os.environ.get("TRACEQL_MEMORY_LIMIT")
+    con.execute(f"SET memory_limit = '{limit or DEFAULT_MEMORY_LIMIT}'")
+    if not limit:
+        # Keep up to half the default limit of freed blocks for reuse instead of returning them
+        # to the OS and faulting them in again: on bench's ATTR (16 M ranges) system time fell
+        # from 15-32 s to 12-13 s and wall time by 2-12 s, in paired runs; peak memory did not
+        # grow (on L 3.43 GB against 3.50 GB). Kept as large as the limit, L's peak went over 4 GB.
+        # The memory is this connection's: it is freed when the ingest closes it.
+        con.execute(f"SET block_allocator_memory = '{BLOCK_ALLOCATOR_MEMORY}'")
     con.execute("SET temp_directory = ?", [str(temp_dir)])
     con.execute("SET preserve_insertion_order = false")
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side; its
