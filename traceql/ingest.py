@@ -62,9 +62,9 @@ def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path) -> None:
     con.execute(f"SET memory_limit = '{limit or DEFAULT_MEMORY_LIMIT}'")
     if not limit:
         # Keep up to half the default limit of freed blocks for reuse instead of returning them
-        # to the OS and faulting them in again: on bench's ATTR (16 M ranges) system time fell
-        # from 15-32 s to 12-13 s and wall time by 2-12 s, in paired runs; peak memory did not
-        # grow (on L 3.43 GB against 3.50 GB). Kept as large as the limit, L's peak went over 4 GB.
+        # to the OS and faulting them in again. In four paired ingests of bench's ATTR (16 M
+        # ranges) system time fell from 15-29 s to 12-19 s and wall time by 1.4-12.7 s; the peak
+        # did not grow (L: 3.51 GB against 3.59 GB). As large as the limit, L's peak passed 4 GB.
         # The memory is this connection's: it is freed when the ingest closes it.
         con.execute(f"SET block_allocator_memory = '{BLOCK_ALLOCATOR_MEMORY}'")
     con.execute("SET temp_directory = ?", [str(temp_dir)])
