@@ -211,3 +211,31 @@ def test_workspace_of_an_earlier_version_without_the_stored_totals(tmp_path):
             [{"trace_id": 2, "ops": 1}]
         assert ws.sql("SELECT trace_id, ops FROM unattributed_gpu WHERE trace_id = 2").to_pylist() == \
             [{"trace_id": 2, "ops": 1}]
+
+
+@pytest.mark.parametrize("limit", [None, "1GB"])
+def test_ingest_memory_settings(tmp_path, monkeypatch, limit):
+    """The default memory limit comes with a 1.5 GB block-allocator budget (traceql/ingest.py
+    configure); a limit the user sets through TRACEQL_MEMORY_LIMIT is applied alone, with
+    DuckDB's default budget, and an ingest under it works."""
+    import duckdb
+
+    ingest_mod = import_module("traceql.ingest")
+    if limit is None:
+        monkeypatch.delenv("TRACEQL_MEMORY_LIMIT", raising=False)
+    else:
+        monkeypatch.setenv("TRACEQL_MEMORY_LIMIT", limit)
+    con = duckdb.connect()
+    ingest_mod.configure(con, tmp_path / "spill")
+    ref = duckdb.connect()
+    ref.execute(f"SET memory_limit = '{limit or ingest_mod.DEFAULT_MEMORY_LIMIT}'")
+    if limit is None:
+        ref.execute(f"SET block_allocator_memory = '{ingest_mod.BLOCK_ALLOCATOR_MEMORY}'")
+    for name in ("memory_limit", "block_allocator_memory"):
+        got, want = (c.execute(f"SELECT current_setting('{name}')").fetchone()[0] for c in (con, ref))
+        assert got == want, name
+    assert (con.execute("SELECT current_setting('block_allocator_memory')").fetchone()[0] == "0 bytes") \
+        == (limit is not None)
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([nsys_stub(tmp_path / "a.sqlite")], db=db)
+    assert table_rows(db, "SELECT count(*) AS n FROM trace") == [{"n": 1}]
