@@ -68,7 +68,7 @@ class ViewDoc:
 _HEAD = re.compile(r"^--\s*(\w+):\s*(.+)$")
 _TABLE = re.compile(r"^CREATE\s+TABLE\s+(\w+)\s*\(", re.I)
 _VIEW = re.compile(r"^CREATE\s+VIEW\s+(\w+)\s+AS", re.I)
-_COL = re.compile(r"^\s*(\w+)\s+([A-Z]+)(?:\s+NOT NULL)?\s*,?\s*--\s*(.+)$")
+_COL = re.compile(r"^\s*(\w+)\s+([A-Z]+(?:\([^)]*\))?)(?:\s+NOT NULL)?\s*,?\s*--\s*(.+)$")
 _VIEWCOL = re.compile(r"^\s*(?:.*\bAS\s+)?(\w+)\s*,?\s*--\s*(.+)$")
 
 

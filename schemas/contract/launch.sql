@@ -2,7 +2,7 @@
 CREATE TABLE launch (
     trace_id          INTEGER NOT NULL, -- trace this row belongs to (trace.trace_id)
     op_id             BIGINT NOT NULL,  -- the GPU operation (gpu_op.op_id = kernel_id, memcpy_id or memset_id)
-    op_kind           VARCHAR NOT NULL, -- 'kernel', 'memcpy' or 'memset'
+    op_kind           ENUM('kernel', 'memcpy', 'memset') NOT NULL, -- 'kernel', 'memcpy' or 'memset'
     api_id            BIGINT,           -- the launching call (api_call.api_id); NULL when no call with its correlation id exists in its process
     pid               BIGINT,           -- process of the operation
     tid               BIGINT,           -- thread that made the launching call

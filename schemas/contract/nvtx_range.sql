@@ -9,7 +9,7 @@ CREATE TABLE nvtx_range (
     dur               BIGINT,           -- range duration in ns; NULL when the range was never closed
     name              VARCHAR,          -- range message text (registered strings resolved)
     domain            VARCHAR NOT NULL, -- NVTX domain name; '' for the default domain
-    style             VARCHAR NOT NULL, -- 'push/pop' or 'start/end'
+    style             ENUM('push/pop', 'start/end') NOT NULL, -- 'push/pop' or 'start/end'
     depth             INTEGER NOT NULL, -- nesting level on its thread's push/pop stack, 0 = outermost; start/end ranges are not stacked and have 0
     parent_range_id   BIGINT,           -- range_id of the enclosing push/pop range on the same thread; NULL at depth 0
     path              VARCHAR NOT NULL, -- names from the outermost range down to this one, joined by ' > '

@@ -2,9 +2,9 @@
 CREATE TABLE op_range (
     trace_id          INTEGER NOT NULL, -- trace this row belongs to (trace.trace_id)
     op_id             BIGINT NOT NULL,  -- the GPU operation (gpu_op.op_id)
-    op_kind           VARCHAR NOT NULL, -- 'kernel', 'memcpy' or 'memset'
+    op_kind           ENUM('kernel', 'memcpy', 'memset') NOT NULL, -- 'kernel', 'memcpy' or 'memset'
     range_id          BIGINT NOT NULL,  -- an enclosing range (nvtx_range.range_id)
     depth             INTEGER NOT NULL, -- nesting depth of that range on its thread (nvtx_range.depth)
     is_innermost      BOOLEAN NOT NULL, -- true for the one innermost enclosing range of the operation (latest start)
-    attribution       VARCHAR NOT NULL  -- rule that applied: 'thread' (range on the launching thread contains the call) or 'process' (a start/end range that ended on another thread contains calls of its whole process)
+    attribution       ENUM('process', 'thread') NOT NULL  -- rule that applied: 'thread' (range on the launching thread contains the call) or 'process' (a start/end range that ended on another thread contains calls of its whole process)
 );

@@ -6,16 +6,16 @@ CREATE TABLE torch_op (
     tid               BIGINT,           -- thread that pushed the range
     ts                BIGINT NOT NULL,  -- range start in ns (trace clock)
     dur               BIGINT,           -- range duration in ns; NULL when never closed
-    kind              VARCHAR NOT NULL, -- 'op' (an operator or record_function range), 'backward_node' (an autograd Node such as AddmmBackward0, AccumulateGrad), 'engine_wrapper' ('autograd::engine::evaluate_function: <node>') or 'pyprof' (a PyProf argument marker {'mod': .., 'op': .., 'args': ..})
+    kind              ENUM('backward_node', 'engine_wrapper', 'op', 'pyprof') NOT NULL, -- 'op' (an operator or record_function range), 'backward_node' (an autograd Node such as AddmmBackward0, AccumulateGrad), 'engine_wrapper' ('autograd::engine::evaluate_function: <node>') or 'pyprof' (a PyProf argument marker {'mod': .., 'op': .., 'args': ..})
     name              VARCHAR,          -- op name without the ', seq = ..', ', op_id = ..', ', sizes = ..' suffixes, e.g. 'aten::addmm', 'AddmmBackward0'; the op of a PyProf marker, e.g. 'linear'; NULL when the exporter dropped it (PyTorch ~1.2-1.9 with seq < 0 and record_shapes)
     module            VARCHAR,          -- PyProf marker module, e.g. 'torch.nn.functional', 'Tensor'; NULL for other kinds
-    generation        VARCHAR NOT NULL, -- string format: '1.0' ('name, seq=N' / 'stashed seq=N'), 'legacy' (', seq = N' without op_id), 'observer' (', op_id = N', PyTorch ~1.12+), 'bare' (a namespaced name or Backward node without any suffix), 'pyprof'
+    generation        ENUM('1.0', 'bare', 'legacy', 'observer', 'pyprof') NOT NULL, -- string format: '1.0' ('name, seq=N' / 'stashed seq=N'), 'legacy' (', seq = N' without op_id), 'observer' (', op_id = N', PyTorch ~1.12+), 'bare' (a namespaced name or Backward node without any suffix), 'pyprof'
     seq               BIGINT,           -- autograd sequence number (', seq = N'); a backward node carries the seq of the forward op that created it; NULL when absent
     op_id             BIGINT,           -- RecordFunction handle (', op_id = N'): process-unique, links consumers to producers through input_op_ids
     sizes             VARCHAR,          -- input sizes as written, one entry per input ('[]' for scalars, non-tensors and 0-dim tensors), e.g. '[[32, 400], [120, 400], [120]]'; built from the arguments for PyProf markers; CAST(sizes AS BIGINT[][]) gives a list
     dtypes            VARCHAR,          -- PyProf markers: the dtype of each input joined by ',' (empty for non-tensors), e.g. 'float32,,float32'; NULL for emit_nvtx ranges, which carry no dtypes
     input_op_ids      VARCHAR,          -- producers of the tensor inputs as written, '[(op_id,output_nr), ...]', (0,-1) when unknown
-    direction         VARCHAR NOT NULL, -- 'backward' for backward nodes, engine wrappers, ops inside them, and ops outside nodes on a thread that runs only backward work; 'forward' otherwise
+    direction         ENUM('backward', 'forward') NOT NULL, -- 'backward' for backward nodes, engine wrappers, ops inside them, and ops outside nodes on a thread that runs only backward work; 'forward' otherwise
     parent_op_range_id BIGINT,          -- nearest enclosing torch op of kind op, backward_node or engine_wrapper (range_id); NULL at the top
     top_range_id      BIGINT,           -- outermost enclosing torch op of kind op, backward_node or engine_wrapper, or the op itself at the top (range_id)
     node_range_id     BIGINT,           -- innermost enclosing backward node or engine wrapper (range_id); NULL outside the backward pass
