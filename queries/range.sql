@@ -12,14 +12,17 @@
 -- column instances: range instances
 -- column cpu_total_ns: summed range durations on the CPU in ns (unclosed ranges left out)
 -- column cpu_avg_ns: mean range duration on the CPU in ns
--- column gpu_kernel_ns: summed durations of the kernels launched inside each instance, at any depth, summed over instances
+-- column gpu_kernel_ns: summed durations of the kernels launched inside each instance, at any depth, by any thread of its process, summed over instances
+-- column own_kernel_ns: the part of gpu_kernel_ns launched by the thread that opened the range
+-- column other_kernel_ns: the part launched by other threads of its process while the range was open (PyTorch's autograd threads during a 'Backward' range)
 -- column memcpy_ns: the same for copies
 -- column memset_ns: the same for memsets
 -- column gpu_busy_ns: per instance the union of those GPU intervals (overlap counted once), summed over instances
 -- column projected_ns: per instance from the first GPU start to the last GPU end, summed over instances
 -- column kernels: kernels launched inside the instances
 --
--- A kernel counts in every range of its stack, so rows of nested ranges overlap.
+-- A kernel counts in every range of its stack, so rows of nested ranges overlap; it counts once
+-- per range instance (schemas/derive/op_range.sql says which ranges hold which work).
 WITH picked AS (
     SELECT r.*, CASE WHEN $group_by = 'path' THEN r.path ELSE r.name END AS label
     FROM nvtx_range r
@@ -37,6 +40,8 @@ per_name AS (
         sum(p.dur) AS cpu_total_ns,
         CAST(round(avg(p.dur)) AS BIGINT) AS cpu_avg_ns,
         coalesce(sum(g.kernel_ns), 0) AS gpu_kernel_ns,
+        coalesce(sum(g.own_kernel_ns), 0) AS own_kernel_ns,
+        coalesce(sum(g.other_kernel_ns), 0) AS other_kernel_ns,
         coalesce(sum(g.memcpy_ns), 0) AS memcpy_ns,
         coalesce(sum(g.memset_ns), 0) AS memset_ns,
         coalesce(sum(g.gpu_busy_ns), 0) AS gpu_busy_ns,
@@ -56,6 +61,8 @@ unattributed AS (
         CAST(NULL AS HUGEINT) AS cpu_total_ns,
         CAST(NULL AS BIGINT) AS cpu_avg_ns,
         sum(kernel_ns) AS gpu_kernel_ns,
+        CAST(NULL AS HUGEINT) AS own_kernel_ns,
+        CAST(NULL AS HUGEINT) AS other_kernel_ns,
         sum(memcpy_ns) AS memcpy_ns,
         sum(memset_ns) AS memset_ns,
         CAST(NULL AS HUGEINT) AS gpu_busy_ns,
@@ -67,7 +74,8 @@ unattributed AS (
     GROUP BY 1
 )
 SELECT trace_id, name, instances, CAST(cpu_total_ns AS BIGINT) AS cpu_total_ns, cpu_avg_ns,
-       CAST(gpu_kernel_ns AS BIGINT) AS gpu_kernel_ns, CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
+       CAST(gpu_kernel_ns AS BIGINT) AS gpu_kernel_ns, CAST(own_kernel_ns AS BIGINT) AS own_kernel_ns,
+       CAST(other_kernel_ns AS BIGINT) AS other_kernel_ns, CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
        CAST(memset_ns AS BIGINT) AS memset_ns, CAST(gpu_busy_ns AS BIGINT) AS gpu_busy_ns,
        CAST(projected_ns AS BIGINT) AS projected_ns, kernels
 FROM (SELECT * FROM per_name UNION ALL SELECT * FROM unattributed)

@@ -39,15 +39,16 @@ def test_launch_joins_by_process_and_correlation(fixture_ws):
         SELECT k.name, l.pid, l.tid, l.api_name, l.api_ts, l.queue_delay
         FROM launch l JOIN gpu_op k USING (trace_id, op_id) ORDER BY l.api_ts, k.name""")
     assert got == [
-        {"name": "void k_a5(float*)", "pid": 100, "tid": 101, "api_name": "cudaLaunchKernel", "api_ts": 700, "queue_delay": 90},
+        {"name": "void k_a5(float*)", "pid": 300, "tid": 301, "api_name": "cudaLaunchKernel", "api_ts": 700, "queue_delay": 90},
         {"name": "void k_a1(float*)", "pid": 100, "tid": 100, "api_name": "cudaLaunchKernel", "api_ts": 1300, "queue_delay": 690},
         {"name": "void k_b1(float*)", "pid": 200, "tid": 200, "api_name": "cudaLaunchKernel", "api_ts": 1300, "queue_delay": 190},
         {"name": "void k_a2(float*)", "pid": 100, "tid": 100, "api_name": "cudaLaunchKernel", "api_ts": 1400, "queue_delay": 1090},
         {"name": "[CUDA memcpy Host-to-Device]", "pid": 100, "tid": 100, "api_name": "cudaMemcpyAsync", "api_ts": 5100, "queue_delay": 90},
         {"name": "void k_a3(float*)", "pid": 100, "tid": 100, "api_name": "cuLaunchKernel", "api_ts": 6000, "queue_delay": 990},
+        {"name": "void k_a6(float*)", "pid": 100, "tid": 101, "api_name": "cudaLaunchKernel", "api_ts": 6500, "queue_delay": 90},
         {"name": "void k_a4(float*)", "pid": 100, "tid": 100, "api_name": "cudaLaunchKernel", "api_ts": 11000, "queue_delay": 490},
     ]
-    assert rows(fixture_ws, "SELECT count(*) AS n FROM api_call") == [{"n": 7}]
+    assert rows(fixture_ws, "SELECT count(*) AS n FROM api_call") == [{"n": 8}]
 
 
 def test_nvtx_nesting(fixture_ws):
@@ -76,30 +77,43 @@ def test_op_range_pairs_innermost_and_rules(fixture_ws):
         LEFT JOIN nvtx_range r ON r.trace_id = x.trace_id AND r.range_id = x.range_id
         GROUP BY o.name ORDER BY o.name""")
     assert got == [
-        {"op": "[CUDA memcpy Host-to-Device]", "ranges": ["async:process", "bwd:thread", "step:thread"], "innermost": "bwd"},
-        {"op": "void k_a1(float*)", "ranges": ["async:process", "fwd:thread", "layer:thread", "phase:thread", "step:thread"],
+        {"op": "[CUDA memcpy Host-to-Device]", "ranges": ["async:thread", "bwd:thread", "step:thread"], "innermost": "bwd"},
+        {"op": "void k_a1(float*)", "ranges": ["async:thread", "fwd:thread", "layer:thread", "phase:thread", "step:thread"],
          "innermost": "phase"},
-        {"op": "void k_a2(float*)", "ranges": ["async:process", "fwd:thread", "layer:thread", "step:thread"], "innermost": "layer"},
-        {"op": "void k_a3(float*)", "ranges": ["async:process", "bwd:thread", "step:thread"], "innermost": "bwd"},
+        {"op": "void k_a2(float*)", "ranges": ["async:thread", "fwd:thread", "layer:thread", "step:thread"], "innermost": "layer"},
+        {"op": "void k_a3(float*)", "ranges": ["async:thread", "bwd:thread", "step:thread"], "innermost": "bwd"},
         {"op": "void k_a4(float*)", "ranges": [None], "innermost": None},
         {"op": "void k_a5(float*)", "ranges": ["open:thread"], "innermost": "open"},
+        # launched by thread 101 while thread 100's step > bwd and the async range were open: the
+        # 'process' rule; no range of its own thread, so the latest started of those is innermost
+        {"op": "void k_a6(float*)", "ranges": ["async:process", "bwd:process", "step:process"], "innermost": "bwd"},
         {"op": "void k_b1(float*)", "ranges": ["B_step:thread"], "innermost": "B_step"},
     ]
 
 
 def test_range_gpu_sums_busy_and_projection(fixture_ws):
     got = {r.pop("name"): r for r in rows(fixture_ws, """
-        SELECT r.name, g.ops, g.kernels, g.kernel_ns, g.memcpy_ns, g.gpu_busy_ns, g.proj_start, g.proj_end
+        SELECT r.name, g.ops, g.kernels, g.kernel_ns, g.own_kernel_ns AS own, g.other_kernel_ns AS other, g.memcpy_ns,
+               g.gpu_busy_ns, g.proj_start, g.proj_end
         FROM range_gpu g JOIN nvtx_range r USING (trace_id, range_id)""")}
     assert got == {
-        "layer": {"ops": 2, "kernels": 2, "kernel_ns": 2000, "memcpy_ns": 0, "gpu_busy_ns": 1500, "proj_start": 2000, "proj_end": 3500},
-        "fwd": {"ops": 2, "kernels": 2, "kernel_ns": 2000, "memcpy_ns": 0, "gpu_busy_ns": 1500, "proj_start": 2000, "proj_end": 3500},
-        "phase": {"ops": 1, "kernels": 1, "kernel_ns": 1000, "memcpy_ns": 0, "gpu_busy_ns": 1000, "proj_start": 2000, "proj_end": 3000},
-        "bwd": {"ops": 2, "kernels": 1, "kernel_ns": 100, "memcpy_ns": 100, "gpu_busy_ns": 200, "proj_start": 5200, "proj_end": 7100},
-        "step": {"ops": 4, "kernels": 3, "kernel_ns": 2100, "memcpy_ns": 100, "gpu_busy_ns": 1700, "proj_start": 2000, "proj_end": 7100},
-        "async": {"ops": 4, "kernels": 3, "kernel_ns": 2100, "memcpy_ns": 100, "gpu_busy_ns": 1700, "proj_start": 2000, "proj_end": 7100},
-        "open": {"ops": 1, "kernels": 1, "kernel_ns": 100, "memcpy_ns": 0, "gpu_busy_ns": 100, "proj_start": 800, "proj_end": 900},
-        "B_step": {"ops": 1, "kernels": 1, "kernel_ns": 100, "memcpy_ns": 0, "gpu_busy_ns": 100, "proj_start": 1500, "proj_end": 1600},
+        "layer": {"ops": 2, "kernels": 2, "kernel_ns": 2000, "own": 2000, "other": 0, "memcpy_ns": 0, "gpu_busy_ns": 1500,
+                  "proj_start": 2000, "proj_end": 3500},
+        "fwd": {"ops": 2, "kernels": 2, "kernel_ns": 2000, "own": 2000, "other": 0, "memcpy_ns": 0, "gpu_busy_ns": 1500,
+                "proj_start": 2000, "proj_end": 3500},
+        "phase": {"ops": 1, "kernels": 1, "kernel_ns": 1000, "own": 1000, "other": 0, "memcpy_ns": 0, "gpu_busy_ns": 1000,
+                  "proj_start": 2000, "proj_end": 3000},
+        # memcpy [5200,5300] and k_a3 [7000,7100] of its own thread, k_a6 [6600,6700] of thread 101
+        "bwd": {"ops": 3, "kernels": 2, "kernel_ns": 200, "own": 100, "other": 100, "memcpy_ns": 100, "gpu_busy_ns": 300,
+                "proj_start": 5200, "proj_end": 7100},
+        "step": {"ops": 5, "kernels": 4, "kernel_ns": 2200, "own": 2100, "other": 100, "memcpy_ns": 100, "gpu_busy_ns": 1800,
+                 "proj_start": 2000, "proj_end": 7100},
+        "async": {"ops": 5, "kernels": 4, "kernel_ns": 2200, "own": 2100, "other": 100, "memcpy_ns": 100, "gpu_busy_ns": 1800,
+                  "proj_start": 2000, "proj_end": 7100},
+        "open": {"ops": 1, "kernels": 1, "kernel_ns": 100, "own": 100, "other": 0, "memcpy_ns": 0, "gpu_busy_ns": 100,
+                 "proj_start": 800, "proj_end": 900},
+        "B_step": {"ops": 1, "kernels": 1, "kernel_ns": 100, "own": 100, "other": 0, "memcpy_ns": 0, "gpu_busy_ns": 100,
+                   "proj_start": 1500, "proj_end": 1600},
     }
 
 
@@ -117,9 +131,9 @@ def test_report_by_range(fixture_ws):
     got = fixture_ws.report("range").to_pylist()
     assert [(r["name"], r["instances"], r["cpu_total_ns"], r["gpu_kernel_ns"], r["memcpy_ns"], r["gpu_busy_ns"],
              r["projected_ns"], r["kernels"]) for r in got] == [
-        ("step", 1, 9000, 2100, 100, 1700, 5100, 3),
-        ("async", 1, 8600, 2100, 100, 1700, 5100, 3),
-        ("bwd", 1, 4000, 100, 100, 200, 1900, 1),
+        ("step", 1, 9000, 2200, 100, 1800, 5100, 4),
+        ("async", 1, 8600, 2200, 100, 1800, 5100, 4),
+        ("bwd", 1, 4000, 200, 100, 300, 1900, 2),
         ("fwd", 1, 3900, 2000, 0, 1500, 1500, 2),
         ("B_step", 1, 3000, 100, 0, 100, 100, 1),
         ("layer", 1, 1800, 2000, 0, 1500, 1500, 2),
@@ -145,9 +159,8 @@ REAL = ["dlprof-pytorch-emit-nvtx-nsys2022.1/nsys_profile.sqlite",
 
 def brute_force(path):
     """Independent answer: per GPU op its launching call (same pid and correlation id, no
-    eventClass 67), the ranges on the call's thread (or, for ranges ended on another thread,
-    its process) whose interval holds the whole call, the innermost = latest start (then
-    shortest); per range the projection, kernel time and busy time of its ops; the totals of
+    eventClass 67), the ranges of the call's process whose interval holds the whole call, the
+    innermost = of the call's own thread's ranges if any, the latest start (then shortest); per range the projection, kernel time and busy time of its ops; the totals of
     the ops no range encloses (or that have no launching call)."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     con.text_factory = lambda b: b.decode("utf-8", "replace")
@@ -163,33 +176,34 @@ def brute_force(path):
         if table in tables:
             ops += [(kind, s, e, (gp >> 24) & 0xFFFFFF, c)
                     for s, e, gp, c in con.execute(f"SELECT start, end, globalPid, correlationId FROM {table}")]
-    ranges = []  # (key, start, end, gtid, cross_thread)
+    ranges = []  # (key, start, end, gtid)
     for start, end, et, text, tid_, gtid, egtid in con.execute(
             "SELECT start, end, eventType, text, textId, globalTid, endGlobalTid FROM NVTX_EVENTS "
             "WHERE eventType IN (59, 60)"):
         name = text if text is not None else strings.get(tid_)
         key = ((gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF, start, end, name)
-        ranges.append((key, start, INF if end is None else end, gtid, egtid is not None and egtid != gtid))
-    # calls per thread and per process, sorted by start, for bisect
-    by_thread, by_proc = defaultdict(list), defaultdict(list)
+        ranges.append((key, start, INF if end is None else end, gtid))
+    # calls per process, sorted by start, for bisect
+    by_proc = defaultdict(list)
     op_call = {}
     for i, (kind, s, e, pid, corr) in enumerate(ops):
         call = calls.get((pid, corr))
         if call is None:
             continue
         op_call[i] = call
-        by_thread[call[2]].append((call[0], call[1], i))
-        by_proc[pid].append((call[0], call[1], i))
-    for lst in list(by_thread.values()) + list(by_proc.values()):
+        by_proc[pid].append((call[0], call[1], i, call[2]))
+    for lst in by_proc.values():
         lst.sort()
     enclosing = defaultdict(list)
     per_range = {}
-    for key, rs, re_, gtid, cross in ranges:
-        lst = by_proc[(gtid >> 24) & 0xFFFFFF] if cross else by_thread.get(gtid, [])
-        lo = bisect.bisect_left(lst, (rs, -INF, -1))
-        members = [i for cs, ce, i in lst[lo:bisect.bisect_right(lst, (re_, INF, INF))] if ce <= re_]
-        for i in members:
-            enclosing[i].append((rs, -re_, key))
+    for key, rs, re_, gtid in ranges:
+        lst = by_proc[(gtid >> 24) & 0xFFFFFF]
+        lo = bisect.bisect_left(lst, (rs, -INF, -1, -1))
+        members = [(i, ctid == gtid) for cs, ce, i, ctid in lst[lo:bisect.bisect_right(lst, (re_, INF, INF, INF))]
+                   if ce <= re_]
+        for i, own in members:
+            enclosing[i].append((own, rs, -re_, key))
+        members = [i for i, _ in members]
         if members:
             spans = sorted((ops[i][1], ops[i][2]) for i in members)
             busy, cur_s, cur_e = 0, None, None
@@ -205,7 +219,7 @@ def brute_force(path):
     innermost = Counter()
     for i, (kind, s, e, pid, corr) in enumerate(ops):
         if kind == "kernel":
-            inner = max(enclosing[i])[2] if enclosing.get(i) else None
+            inner = max(enclosing[i])[3] if enclosing.get(i) else None
             innermost[(s, e, pid, inner)] += 1
     outside = [ops[i] for i in range(len(ops)) if not enclosing.get(i)]
     unattributed = {"ops": len(outside), "kernels": sum(1 for o in outside if o[0] == "kernel")}

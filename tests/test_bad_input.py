@@ -338,23 +338,30 @@ def test_durations_whose_sum_overflows_still_ingest(tmp_path):
 
 
 def test_two_calls_with_one_correlation_id(tmp_path):
-    """Two API calls of one process with the same correlation id (a driver and a runtime call,
-    as some exports have): each GPU operation still gets one launch, the runtime call, then
-    the earliest; ingest ranks the candidates only when such a pair exists."""
+    """API calls of one process sharing a correlation id (a driver and a runtime call, as some
+    exports have, or a damaged export): each GPU operation still gets one launch, the runtime
+    call that started last before it, else the earliest call of its id; a warning counts the
+    shared ids (schemas/derive/launch.sql)."""
     g = GLOBAL_PID
     path = make_sqlite(tmp_path / "shared_ids.sqlite", BASE + [
         f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (10, 20, 1, {g}, 5, 3, 0), (30, 40, 0, {g}, 5, 3, 0), "
-        f"(50, 60, 0, {g}, 6, 3, 0), (55, 58, 0, {g}, 6, 3, 0), (70, 80, 0, {g}, 7, 3, 0)",
+        f"(50, 60, 0, {g}, 6, 3, 0), (55, 58, 0, {g}, 6, 3, 0), (70, 80, 0, {g}, 7, 3, 0), "
+        f"(200, 210, 0, {g}, 9, 3, 0), (300, 310, 0, {g}, 9, 3, 0)",
         f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 110, 0, 7, 5, {g}, 1, 2), "
-        f"(120, 130, 0, 7, 6, {g}, 1, 2), (140, 150, 0, 7, 7, {g}, 1, 2), (160, 170, 0, 7, 8, {g}, 1, 2)"])
+        f"(120, 130, 0, 7, 6, {g}, 1, 2), (140, 150, 0, 7, 7, {g}, 1, 2), (160, 170, 0, 7, 8, {g}, 1, 2), "
+        f"(180, 190, 0, 7, 9, {g}, 1, 2), (320, 330, 0, 7, 9, {g}, 1, 2)"])
     db = tmp_path / "ws.duckdb"
     traceql.ingest([path], db=db)
     assert rows(db, "SELECT l.op_id, a.ts AS api_ts, a.api_kind FROM launch l LEFT JOIN api_call a USING (trace_id, api_id) "
                     "ORDER BY l.op_id") == [
         {"op_id": 0, "api_ts": 30, "api_kind": "runtime"},  # the runtime call, not the earlier driver one
-        {"op_id": 1, "api_ts": 50, "api_kind": "runtime"},  # two runtime calls: the earliest
+        {"op_id": 1, "api_ts": 55, "api_kind": "runtime"},  # two runtime calls: the later one before it
         {"op_id": 2, "api_ts": 70, "api_kind": "runtime"},
-        {"op_id": 3, "api_ts": None, "api_kind": None}]  # no call with its id
+        {"op_id": 3, "api_ts": None, "api_kind": None},  # no call with its id
+        {"op_id": 4, "api_ts": 200, "api_kind": "runtime"},  # starts before both calls of its id: the earliest
+        {"op_id": 5, "api_ts": 300, "api_kind": "runtime"}]
+    assert rows(db, "SELECT value, severity FROM ingest_stats WHERE key = 'launch.shared_correlation_ids'") == [
+        {"value": 3, "severity": "warning"}]
 
 
 def test_undecodable_text_in_a_number_column(tmp_path):

@@ -45,6 +45,11 @@ ID_TABLES = (("kernel", "kernel_id"), ("memcpy", "memcpy_id"), ("memset", "memse
 DEFAULT_MEMORY_LIMIT = "3GB"  # DuckDB buffer pool; spills beyond it (TRACEQL_MEMORY_LIMIT to change)
 BLOCK_ALLOCATOR_MEMORY = "1.5GB"  # with the default limit: freed blocks kept for reuse (configure)
 
+# NVTX ranges nested this deep or deeper (depth >= the cap) hold no GPU work in op_range and get
+# a shortened path: stacks 20,000 deep would otherwise cost memory quadratic in the depth.
+# Counted in ingest_stats ('nvtx_range.beyond_depth_cap'). Real traces stay below 30.
+NVTX_DEPTH_CAP = 64
+
 
 @dataclass
 class IngestResult:
@@ -72,6 +77,11 @@ def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path) -> None:
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side; its
     # estimate is far off for the (call, level) pairs of op_range, which made that quadratic.
     con.execute("SET asof_loop_join_threshold = 0")
+    # Likewise an inequality join (start/end ranges holding calls) becomes a nested loop or a
+    # piecewise merge join, quadratic, when DuckDB expects one side to be small: always IEJoin.
+    con.execute("SET nested_loop_join_threshold = 0")
+    con.execute("SET merge_join_threshold = 0")
+    con.execute("SET VARIABLE nvtx_depth_cap = ?", [NVTX_DEPTH_CAP])
 
 
 def create_contract(con: duckdb.DuckDBPyConnection) -> None:
@@ -318,7 +328,7 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
     for table, id_col in ID_TABLES:
         step(table)
         if table == "api_call":
-            gpu_ops, offset = offset, 0
+            offset = 0
         # number the narrow (ts, src_row) keys, then join the wide rows to them: sorting the
         # rows with their name strings costs twice as much
         inserted = con.execute(
@@ -368,10 +378,9 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
         if table == "kernel_op":
             prepare_kernel_op(con)
         con.execute(read_schema(f"derive/{table}.sql"))
-        if table == "launch":  # without ranking when no two calls share a key (schemas/derive/launch.sql)
-            if con.execute("INSERT INTO launch BY NAME SELECT * FROM derived_launch_first").fetchone()[0] != gpu_ops:
-                con.execute("DELETE FROM launch WHERE trace_id = ?", [trace_id])
-                con.execute("INSERT INTO launch BY NAME SELECT * FROM derived_launch")
+        if table == "launch":  # the plain join when no two calls share a key (schemas/derive/launch.sql)
+            shared = con.execute("SELECT keys FROM launch_shared_keys").fetchone()[0]
+            con.execute(f"INSERT INTO launch BY NAME SELECT * FROM {'derived_launch' if shared else 'derived_launch_first'}")
         else:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
         _free_staging(con)

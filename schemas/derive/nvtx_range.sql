@@ -57,16 +57,29 @@ FROM raw.nvtx_depth c
 ASOF LEFT JOIN raw.nvtx_depth p
   ON p.level_key = c.level_key - 1 AND c.range_id > p.range_id;
 
+-- ranges nested deeper than the depth cap (getvariable('nvtx_depth_cap'), see op_range.sql): their
+-- ancestor at the cap's last level (depth cap - 1), whose path theirs continues after ' > … > '
+CREATE OR REPLACE TABLE raw.nvtx_deep AS
+SELECT c.range_id, a.range_id AS anc_id
+FROM raw.nvtx_depth c
+ASOF JOIN raw.nvtx_depth a
+  ON a.level_key = c.level_key - (c.depth - getvariable('nvtx_depth_cap') + 1) AND c.range_id > a.range_id
+WHERE c.depth > getvariable('nvtx_depth_cap');
+
 DROP TABLE raw.nvtx_depth;
 
 -- path: names from the outermost range down. Only ranges that are some range's parent (750 k
 -- of the 16 M ranges of bench's ATTR, 2.5 M of L's 7.5 M) are walked, one level per recursion
--- step; every range's path is then its parent's path and its own name, in the last step.
+-- step; every range's path is then its parent's path and its own name, in the last step. The
+-- walk stops at the depth cap: a range deeper than the cap gets the path of its ancestor at
+-- depth cap - 1, then ' > … > ' and its own name (the full paths of a stack 20,000 deep would
+-- take memory quadratic in the depth).
 CREATE OR REPLACE TABLE raw.nvtx_path AS
 WITH RECURSIVE tree AS MATERIALIZED (
     SELECT s.range_id, coalesce(s.name, '') AS name, p.parent_range_id
     FROM raw.nvtx_stage s JOIN raw.nvtx_parent p USING (range_id)
-    WHERE s.range_id IN (SELECT parent_range_id FROM raw.nvtx_parent)
+    WHERE p.depth < getvariable('nvtx_depth_cap')
+      AND s.range_id IN (SELECT parent_range_id FROM raw.nvtx_parent)
 ),
 paths AS (
     SELECT range_id, name AS path FROM tree WHERE parent_range_id IS NULL
@@ -80,8 +93,11 @@ CREATE OR REPLACE TEMP VIEW derived_nvtx_range AS
 SELECT s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name, s.domain, s.style,
        coalesce(p.depth, 0) AS depth, p.parent_range_id,
        CASE WHEN p.parent_range_id IS NULL THEN coalesce(s.name, '')
+            WHEN d.anc_id IS NOT NULL THEN y.path || ' > … > ' || coalesce(s.name, '')
             ELSE x.path || ' > ' || coalesce(s.name, '') END AS path,
        s.color, s.category
 FROM raw.nvtx_stage s
 LEFT JOIN raw.nvtx_parent p USING (range_id)
-LEFT JOIN raw.nvtx_path x ON x.range_id = p.parent_range_id;
+LEFT JOIN raw.nvtx_path x ON x.range_id = p.parent_range_id
+LEFT JOIN raw.nvtx_deep d ON d.range_id = s.range_id
+LEFT JOIN raw.nvtx_path y ON y.range_id = d.anc_id;

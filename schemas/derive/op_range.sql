@@ -1,64 +1,115 @@
 -- derived_op_range: which NVTX ranges enclose the launching call of each GPU operation of the
--- trace being ingested (getvariable('trace_id')). Near-linear, no interval join of all ranges
--- against all calls, no recursion:
+-- trace being ingested (getvariable('trace_id')).
 --
--- push/pop ranges, rule 'thread': a call belongs to the ranges of its own thread whose interval
---   holds the whole call. Push/pop ranges form a stack, so at each depth k the only range that
---   can hold a call is the one pushed last at depth k before the call started (any later push at
---   that depth would have popped it). One ASOF join of (call, k) pairs, k = 0 .. the thread's
---   deepest level, against the pushes finds that range per level; it holds the call when it
---   ends at or after the call's end. (Several ranges at one depth, thread and start time are
---   zero-length ranges that hold no call of positive length.)
--- start/end ranges may overlap, so each is matched by containment on its thread (rule 'thread'),
---   or, when it ended on another thread, on any thread of its process (rule 'process').
--- Unclosed ranges stay open to the end of the trace. The innermost range of an operation is the
--- enclosing range that started last (then the deeper one).
+-- The rule. A range holds a GPU operation when the operation's launching API call lies wholly
+-- inside the range (range start <= call start, call end <= range end; a range never closed is
+-- open to the end of the trace) and the call was made by a thread of the range's process. The
+-- row records which: 'thread' when the call's thread opened the range, 'process' when another
+-- thread of the same process made it. This holds for push/pop and start/end ranges alike.
+-- PyTorch runs backward on its autograd engine threads (pt_autograd_*): a user's 'Backward'
+-- range on the main thread launches almost nothing itself, and the kernels those threads launch
+-- while it is open belong to it as 'process' work. A pair appears once, so a kernel counts once
+-- per range. Ranges nested deeper than getvariable('nvtx_depth_cap') levels (depth >= the cap)
+-- are not matched: only the cap's outer levels of a deeper stack hold work (ingest_stats
+-- 'nvtx_range.beyond_depth_cap' counts them).
+--
+-- Near-linear, no interval join of all ranges against all calls, no recursion:
+--
+-- push/pop ranges: on one thread they form a stack, so at each depth k the only range that can
+--   hold a call is the one pushed last at depth k before the call started (any later push at
+--   that depth would have popped it). For each call and each thread of its process that has
+--   push/pop ranges, one ASOF join finds the deepest range pushed at the latest push time on
+--   or before the call's start: no range deeper than that one is open then, so only the levels
+--   0 .. its depth can hold the call. A second ASOF join of (call, thread, level) triples against
+--   the pushes finds the candidate at each of those levels; it holds the call when it ends at or
+--   after the call's end. (Several ranges at one depth, thread and start time are zero-length
+--   ranges that hold no call of positive length.)
+-- start/end ranges may overlap and end on another thread: a call is held by each that contains
+--   it, found by one inequality join (DuckDB's IEJoin, sort-based) on keys that put the process
+--   in the high bits, so that only ranges and calls of one process can meet. A hash join on the
+--   process with the interval as a residual filter would compare every call with every
+--   start/end range of its process.
+-- The innermost range of an operation is an enclosing range of the launching thread that
+-- started last (then the deeper one); for an operation that only other threads' ranges hold,
+-- the one of those that started last.
 CREATE OR REPLACE TEMP VIEW derived_op_range AS
-WITH calls AS (
-    SELECT l.op_id, l.op_kind, l.pid, l.tid, l.api_ts AS a_ts, l.api_ts + l.api_dur AS a_end
+WITH calls AS MATERIALIZED (
+    SELECT l.op_id, l.op_kind, coalesce(l.pid, -1) AS pid, coalesce(l.tid, -1) AS tid,
+           l.api_ts AS a_ts, l.api_ts + l.api_dur AS a_end
     FROM launch l
     WHERE l.trace_id = getvariable('trace_id') AND l.api_id IS NOT NULL
 ),
 pp0 AS MATERIALIZED (
-    SELECT range_id, pid, tid, depth, ts, coalesce(ts + dur, 9223372036854775807) AS r_end
+    SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, depth, ts,
+           coalesce(ts + dur, 9223372036854775807) AS r_end
     FROM nvtx_range
-    WHERE trace_id = getvariable('trace_id') AND style = 'push/pop'
+    WHERE trace_id = getvariable('trace_id') AND style = 'push/pop' AND depth < getvariable('nvtx_depth_cap')
 ),
 -- each thread with push/pop ranges, numbered: (thread number, depth) is one integer key, which
--- the ASOF join below partitions and sorts on faster than on (pid, tid, depth)
+-- the ASOF joins below partition and sort on faster than on (pid, tid, depth)
 threads AS MATERIALIZED (
-    SELECT pid, tid, max(depth) AS max_depth, row_number() OVER () AS th
-    FROM pp0
-    GROUP BY pid, tid
+    SELECT pid, tid, row_number() OVER () AS th
+    FROM (SELECT DISTINCT pid, tid FROM pp0)
 ),
 pp AS (
     SELECT p.range_id, t.th * 4294967296 + p.depth AS level_key, p.depth, p.ts, p.r_end
     FROM pp0 p JOIN threads t ON t.pid = p.pid AND t.tid = p.tid
 ),
+-- per thread and push time, the deepest range pushed then
+tops AS (
+    SELECT t.th, p.ts, max(p.depth) AS top_depth
+    FROM pp0 p JOIN threads t ON t.pid = p.pid AND t.tid = p.tid
+    GROUP BY t.th, p.ts
+),
+-- every call with every thread of its process that has push/pop ranges
+call_threads AS (
+    SELECT c.op_id, c.op_kind, c.a_ts, c.a_end, t.th, t.tid = c.tid AS own
+    FROM calls c JOIN threads t ON t.pid = c.pid
+),
+reach AS (
+    SELECT ct.*, tp.top_depth
+    FROM call_threads ct
+    ASOF JOIN tops tp ON tp.th = ct.th AND ct.a_ts >= tp.ts
+),
 levels AS (
-    SELECT c.op_id, c.op_kind, c.a_ts, c.a_end, t.th * 4294967296 + unnest(range(0, t.max_depth + 1)) AS level_key
-    FROM calls c
-    JOIN threads t ON t.pid = c.pid AND t.tid = c.tid
+    SELECT op_id, op_kind, a_ts, a_end, own, th * 4294967296 + unnest(range(0, top_depth + 1)) AS level_key
+    FROM reach
 ),
 stack AS (
-    SELECT l.op_id, l.op_kind, p.range_id, p.depth, p.ts, 'thread' AS attribution
+    SELECT l.op_id, l.op_kind, p.range_id, p.depth, p.ts,
+           CASE WHEN l.own THEN 'thread' ELSE 'process' END AS attribution
     FROM levels l
     ASOF JOIN pp p ON p.level_key = l.level_key AND l.a_ts >= p.ts
     WHERE p.r_end >= l.a_end
 ),
-se AS (
-    SELECT range_id, pid, tid, end_tid, depth, ts, coalesce(ts + dur, 9223372036854775807) AS r_end
+-- start/end ranges and the calls of their processes, on keys process * 2^64 + (time + 2^63):
+-- a range holds a call exactly when its start key <= the call's start key and its end key >=
+-- the call's end key, and keys of two processes never interleave
+se0 AS MATERIALIZED (
+    SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, depth, ts,
+           coalesce(ts + dur, 9223372036854775807) AS r_end
     FROM nvtx_range
     WHERE trace_id = getvariable('trace_id') AND style = 'start/end'
 ),
+se_procs AS MATERIALIZED (
+    SELECT pid, row_number() OVER () AS pn FROM (SELECT DISTINCT pid FROM se0)
+),
+se AS (
+    SELECT s.range_id, s.tid, s.depth, s.ts,
+           q.pn * 18446744073709551616::HUGEINT + s.ts + 9223372036854775808::HUGEINT AS k_start,
+           q.pn * 18446744073709551616::HUGEINT + s.r_end + 9223372036854775808::HUGEINT AS k_end
+    FROM se0 s JOIN se_procs q ON q.pid = s.pid
+),
+se_calls AS (
+    SELECT c.op_id, c.op_kind, c.tid,
+           q.pn * 18446744073709551616::HUGEINT + c.a_ts + 9223372036854775808::HUGEINT AS k_start,
+           q.pn * 18446744073709551616::HUGEINT + c.a_end + 9223372036854775808::HUGEINT AS k_end
+    FROM calls c JOIN se_procs q ON q.pid = c.pid
+),
 se_pairs AS (
-    SELECT c.op_id, c.op_kind, se.range_id, se.depth, se.ts, 'thread' AS attribution
-    FROM calls c JOIN se ON se.pid = c.pid AND se.tid = c.tid
-    WHERE se.end_tid IS NULL AND se.ts <= c.a_ts AND se.r_end >= c.a_end
-    UNION ALL
-    SELECT c.op_id, c.op_kind, se.range_id, se.depth, se.ts, 'process'
-    FROM calls c JOIN se ON se.pid = c.pid
-    WHERE se.end_tid IS NOT NULL AND se.ts <= c.a_ts AND se.r_end >= c.a_end
+    SELECT c.op_id, c.op_kind, s.range_id, s.depth, s.ts,
+           CASE WHEN c.tid = s.tid THEN 'thread' ELSE 'process' END AS attribution
+    FROM se_calls c JOIN se s ON s.k_start <= c.k_start AND s.k_end >= c.k_end
 ),
 pairs AS (
     SELECT * FROM stack
@@ -66,6 +117,7 @@ pairs AS (
     SELECT * FROM se_pairs
 )
 SELECT getvariable('trace_id')::INTEGER AS trace_id, p.op_id, p.op_kind, p.range_id, p.depth,
-       row_number() OVER (PARTITION BY p.op_id ORDER BY p.ts DESC, p.range_id DESC) = 1 AS is_innermost,
+       row_number() OVER (PARTITION BY p.op_id
+                          ORDER BY p.attribution = 'thread' DESC, p.ts DESC, p.range_id DESC) = 1 AS is_innermost,
        p.attribution
 FROM pairs p;

@@ -2,8 +2,13 @@
 -- as (trace_id, key, value, severity, detail) rows for ingest_stats.
 CREATE OR REPLACE TEMP VIEW derived_stats AS
 SELECT trace_id, 'nvtx_range.unclosed' AS key, count(*) AS value, 'warning' AS severity,
-       'NVTX ranges that were opened but never closed: dur is NULL' AS detail
+       'NVTX ranges that were opened but never closed: dur is NULL; they hold GPU work launched until the end of the trace' AS detail
 FROM nvtx_range WHERE dur IS NULL GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'nvtx_range.beyond_depth_cap', count(*), 'warning',
+       'NVTX ranges nested ' || getvariable('nvtx_depth_cap') || ' or more levels deep: no GPU work is attributed '
+       || 'to them (it is to their outer levels), and their path skips the levels beyond the cap (> … >)'
+FROM nvtx_range WHERE depth >= getvariable('nvtx_depth_cap') GROUP BY trace_id
 UNION ALL
 SELECT trace_id, 'nvtx_range.cross_thread', count(*), 'info',
        'start/end ranges that ended on another thread than they started (end_tid is set)'
@@ -32,6 +37,11 @@ UNION ALL
 SELECT trace_id, 'launch.ops_without_launch', count(*), 'warning',
        'GPU operations with no API call of the same correlation id in their process (trimmed or partial trace?)'
 FROM launch WHERE api_id IS NULL GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'launch.shared_correlation_ids', keys, 'warning',
+       calls || ' CUDA API calls share ' || keys || ' (process, correlation id) keys with another call: each GPU '
+       || 'operation was given the call of its key that started last before it (runtime calls first)'
+FROM launch_shared_keys WHERE keys > 0
 UNION ALL
 SELECT u.trace_id, 'op_range.unattributed_ops', u.ops, 'info',
        'GPU operations whose launching call lies outside every NVTX range (the unattributed bucket)'

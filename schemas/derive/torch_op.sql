@@ -16,7 +16,8 @@
 -- autograd::) or is a backward node name ('XxxBackward', 'XxxBackward0').
 --
 -- Nesting: for each op, its enclosing torch ops, PyProf markers and 'layer:' ranges on its
--- thread, found per nesting level with an ASOF join as in op_range.sql (no recursion).
+-- thread, found per nesting level with an ASOF join as in op_range.sql (no recursion), at the
+-- levels above the NVTX depth cap (getvariable('nvtx_depth_cap')) only.
 -- Direction: backward nodes, engine wrappers and everything inside them are 'backward'; so is
 -- every op of a thread that runs backward nodes and no forward op with a positive seq (the
 -- autograd engine's device thread, where PyTorch <= 1.4 also ran buffer accumulation outside
@@ -114,7 +115,8 @@ WITH outer_ranges AS (
 levels AS (SELECT DISTINCT pid, tid, depth FROM outer_ranges),
 x AS MATERIALIZED (
     SELECT p.range_id, p.pid, p.tid, p.e, l.depth AS lvl
-    FROM raw.torch_parsed p JOIN levels l ON l.pid = p.pid AND l.tid = p.tid AND l.depth < p.depth
+    FROM raw.torch_parsed p
+    JOIN levels l ON l.pid = p.pid AND l.tid = p.tid AND l.depth < least(p.depth, getvariable('nvtx_depth_cap'))
 ),
 -- only the levels some op looks up (when all ops sit at one depth, none: the join is empty)
 candidates AS (
