@@ -8,12 +8,12 @@
 -- param peak_gbps: peak memory bandwidth in GB/s instead of device_peak.memory_bandwidth (NULL: device_peak)
 -- param filtered: true when a --where filter selects the kernels; it leaves the '[no op]' row out
 -- column trace_id if per_trace: trace of the row (trace.trace_id)
--- column op: op name (torch_op.name; 'module.op' for a PyProf marker without an emit_nvtx op); backward kernels without a forward partner under their backward node's name; '[no op]' for kernels outside every PyTorch op
+-- column op: op name (torch_op.name; 'module.op' for a PyProf marker without an emit_nvtx op); backward kernels without a forward partner under their backward node's name; '[no op]' for kernels outside every PyTorch op of a trace that has PyTorch ops (a trace without any has no rows)
 -- column sizes if with_shapes: input sizes of the op's calls (torch_op.sizes, else those of its PyProf marker)
 -- column calls: op calls (forward op instances) that launched kernels, forward or backward
--- column fwd_ns: summed duration of the forward kernels in ns
--- column bwd_ns: summed duration of the backward kernels in ns
--- column total_ns: fwd_ns + bwd_ns (summed, not wall time)
+-- column fwd_ns: summed duration of the forward kernels in ns (NULL for '[no op]': no direction is known)
+-- column bwd_ns: summed duration of the backward kernels in ns (NULL for '[no op]')
+-- column total_ns: summed duration of the row's kernels in ns, fwd_ns + bwd_ns (summed, not wall time)
 -- column pct: total_ns as a percentage of the summed duration of all kernels in the report (after --where; within the trace with per_trace)
 -- column kernels_per_call: kernels (forward and backward) per call
 -- column flops: algorithmic FLOPs of the calls that have a formula (kernel_op.flops); NULL when none has
@@ -73,6 +73,7 @@ per_op AS (
         count(DISTINCT (trace_id, key_id)) AS calls,
         coalesce(sum(dur) FILTER (WHERE direction = 'forward'), 0) AS fwd_ns,
         coalesce(sum(dur) FILTER (WHERE direction = 'backward'), 0) AS bwd_ns,
+        sum(dur) AS total_ns,
         count(*) AS kernels,
         sum(flops) AS flops,
         sum(bytes) AS bytes,
@@ -85,10 +86,12 @@ per_op AS (
 outside AS (
     SELECT
         CASE WHEN $per_trace THEN k.trace_id END AS trace_id,
-        '[no op]' AS op, NULL AS sizes, NULL AS calls, sum(k.dur) AS fwd_ns, 0 AS bwd_ns, count(*) AS kernels,
+        '[no op]' AS op, NULL AS sizes, NULL AS calls, NULL AS fwd_ns, NULL AS bwd_ns, sum(k.dur) AS total_ns,
+        count(*) AS kernels,
         NULL AS flops, NULL AS bytes, NULL AS flops_ns, NULL AS ideal_ns, NULL AS ideal_measured_ns
     FROM kernel k
     WHERE ($trace_id IS NULL OR k.trace_id = $trace_id) AND NOT coalesce($filtered, false)
+      AND k.trace_id IN (SELECT DISTINCT trace_id FROM torch_op)
       AND NOT EXISTS (SELECT 1 FROM kernel_op o WHERE o.trace_id = k.trace_id AND o.kernel_id = k.kernel_id
                         AND coalesce(o.fwd_range_id, o.node_range_id, o.op_range_id, o.marker_range_id) IS NOT NULL)
     GROUP BY 1
@@ -99,8 +102,8 @@ SELECT
     CAST(calls AS BIGINT) AS calls,
     CAST(fwd_ns AS BIGINT) AS fwd_ns,
     CAST(bwd_ns AS BIGINT) AS bwd_ns,
-    CAST(fwd_ns + bwd_ns AS BIGINT) AS total_ns,
-    100.0 * (fwd_ns + bwd_ns) / nullif(sum(fwd_ns + bwd_ns) OVER (PARTITION BY trace_id), 0) AS pct,
+    CAST(total_ns AS BIGINT) AS total_ns,
+    100.0 * total_ns / nullif(sum(total_ns) OVER (PARTITION BY trace_id), 0) AS pct,
     round(kernels / calls, 2) AS kernels_per_call,
     CAST(flops AS BIGINT) AS flops,
     CAST(bytes AS BIGINT) AS bytes,
@@ -108,4 +111,4 @@ SELECT
     round(ideal_ns, 1) AS ideal_ns,
     round(100.0 * ideal_ns / nullif(ideal_measured_ns, 0), 2) AS efficiency_pct
 FROM rows
-ORDER BY trace_id NULLS FIRST, fwd_ns + bwd_ns DESC, op, sizes;
+ORDER BY trace_id NULLS FIRST, total_ns DESC, op, sizes;

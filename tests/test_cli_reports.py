@@ -145,3 +145,15 @@ def test_summary_of_a_real_trace(tmp_path):
     api = out.index(next(line for line in out if line.startswith("API calls")))
     assert out[api + 2].split() == ["45.65%", "812.55ms", "15", "54.170ms", "6.7164ms", "106.56ms",
                                     "cudaDeviceSynchronize"]
+
+
+def test_op_report_without_pytorch_ranges_says_so(db):
+    """A trace without PyTorch op ranges: `report --by op` prints no rows (it used to print all
+    kernel time as a '[no op]' row of forward time) and says why on stderr, exit 0."""
+    proc = traceql("--db", str(db), "report", "--by", "op", "--format", "csv", cwd=db.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["op,calls,fwd_ns,bwd_ns,total_ns,pct,kernels_per_call,flops,bytes,tflops,"
+                                        "ideal_ns,efficiency_pct"]
+    assert proc.stderr.startswith("traceql: no PyTorch op ranges in this workspace: --by op needs the NVTX ranges of "
+                                  "torch.autograd.profiler.emit_nvtx()")
+    assert "traceql report --by range" in proc.stderr

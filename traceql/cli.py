@@ -12,7 +12,7 @@ from . import __version__, library
 from .errors import InputError, TraceqlError, UsageError
 from .progress import for_stderr
 from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
-from .reports import REPORTS, report_query
+from .reports import REPORTS, empty_note, report_query
 from .resources import contract_docs
 from .workspace import COUNTED, Workspace, default_db
 
@@ -379,6 +379,9 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
     with obj.open() as ws:
         table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,
                           columns=columns, recompute=recompute, **params)
+        note = empty_note(ws, by, trace_id) if table.num_rows == 0 else None
+    if note:
+        click.echo(f"traceql: {note}", err=True)
     emit(table, fmt, output, unit=unit, labels=report_query(by).labels)
 
 

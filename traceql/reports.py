@@ -93,6 +93,19 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     return select_columns(table, columns)
 
 
+def empty_note(ws, by: str, trace_id: int | None = None) -> str | None:
+    """Why report BY has no rows, when the reason is that the traces lack what it reports on
+    (the CLI prints it for an empty table); None otherwise."""
+    if by in ("op", "kernel-op", "layer"):
+        n = ws.execute("SELECT count(*) FROM torch_op WHERE ? IS NULL OR trace_id = ?", [trace_id, trace_id]).fetchone()[0]
+        if n == 0:
+            scope = "this workspace" if trace_id is None else f"trace {trace_id}"
+            return (f"no PyTorch op ranges in {scope}: --by {by} needs the NVTX ranges of "
+                    "torch.autograd.profiler.emit_nvtx() or nsys profile --pytorch=autograd-nvtx "
+                    "(or PyProf markers); `traceql report --by range` shows the NVTX ranges there are")
+    return None
+
+
 def _compute(ws, q, bound: dict, where: str | None) -> pa.Table:
     sql = q.sql
     if where is not None:
