@@ -28,18 +28,47 @@
 --   it, found by one inequality join (DuckDB's IEJoin, sort-based) on keys that put the process
 --   in the high bits, so that only ranges and calls of one process can meet. A hash join on the
 --   process with the interval as a residual filter would compare every call with every
---   start/end range of its process.
+--   start/end range of its process. That join is a statement of its own, over tables: DuckDB
+--   1.5 plans no IEJoin in a statement that materializes a CTE (plan_comparison_join.cpp checks
+--   recursive_cte_tables, where materialized CTEs are registered too) and falls back to a
+--   piecewise merge join, quadratic here.
 -- The innermost range of an operation is an enclosing range of the launching thread that
 -- started last (then the deeper one); for an operation that only other threads' ranges hold,
 -- the one of those that started last.
+-- the calls that launched GPU work, narrow
+CREATE OR REPLACE TABLE raw.op_calls AS
+SELECT l.op_id, l.op_kind, coalesce(l.pid, -1) AS pid, coalesce(l.tid, -1) AS tid,
+       l.api_ts AS a_ts, l.api_ts + l.api_dur AS a_end
+FROM launch l
+WHERE l.trace_id = getvariable('trace_id') AND l.api_id IS NOT NULL;
+
+-- start/end ranges, their processes numbered (pn), and the pairs: keys process * 2^64 + (time +
+-- 2^63), so that a range holds a call exactly when its start key <= the call's start key and its
+-- end key >= the call's end key, and keys of two processes never interleave
+CREATE OR REPLACE TABLE raw.op_se AS
+SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, depth, ts,
+       coalesce(ts + dur, 9223372036854775807) AS r_end
+FROM nvtx_range
+WHERE trace_id = getvariable('trace_id') AND style = 'start/end';
+
+CREATE OR REPLACE TABLE raw.op_se_procs AS
+SELECT pid, row_number() OVER () AS pn FROM (SELECT DISTINCT pid FROM raw.op_se);
+
+CREATE OR REPLACE TABLE raw.op_se_pairs AS
+SELECT c.op_id, c.op_kind, s.range_id, s.depth, s.ts,
+       CASE WHEN c.tid = s.tid THEN 'thread' ELSE 'process' END AS attribution
+FROM (SELECT c.op_id, c.op_kind, c.tid,
+             q.pn * 18446744073709551616::HUGEINT + c.a_ts + 9223372036854775808::HUGEINT AS k_start,
+             q.pn * 18446744073709551616::HUGEINT + c.a_end + 9223372036854775808::HUGEINT AS k_end
+      FROM raw.op_calls c JOIN raw.op_se_procs q ON q.pid = c.pid) c
+JOIN (SELECT s.range_id, s.tid, s.depth, s.ts,
+             q.pn * 18446744073709551616::HUGEINT + s.ts + 9223372036854775808::HUGEINT AS k_start,
+             q.pn * 18446744073709551616::HUGEINT + s.r_end + 9223372036854775808::HUGEINT AS k_end
+      FROM raw.op_se s JOIN raw.op_se_procs q ON q.pid = s.pid) s
+  ON s.k_start <= c.k_start AND s.k_end >= c.k_end;
+
 CREATE OR REPLACE TEMP VIEW derived_op_range AS
-WITH calls AS MATERIALIZED (
-    SELECT l.op_id, l.op_kind, coalesce(l.pid, -1) AS pid, coalesce(l.tid, -1) AS tid,
-           l.api_ts AS a_ts, l.api_ts + l.api_dur AS a_end
-    FROM launch l
-    WHERE l.trace_id = getvariable('trace_id') AND l.api_id IS NOT NULL
-),
-pp0 AS MATERIALIZED (
+WITH pp0 AS MATERIALIZED (
     SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, depth, ts,
            coalesce(ts + dur, 9223372036854775807) AS r_end
     FROM nvtx_range
@@ -64,7 +93,7 @@ tops AS (
 -- every call with every thread of its process that has push/pop ranges
 call_threads AS (
     SELECT c.op_id, c.op_kind, c.a_ts, c.a_end, t.th, t.tid = c.tid AS own
-    FROM calls c JOIN threads t ON t.pid = c.pid
+    FROM raw.op_calls c JOIN threads t ON t.pid = c.pid
 ),
 reach AS (
     SELECT ct.*, tp.top_depth
@@ -82,39 +111,10 @@ stack AS (
     ASOF JOIN pp p ON p.level_key = l.level_key AND l.a_ts >= p.ts
     WHERE p.r_end >= l.a_end
 ),
--- start/end ranges and the calls of their processes, on keys process * 2^64 + (time + 2^63):
--- a range holds a call exactly when its start key <= the call's start key and its end key >=
--- the call's end key, and keys of two processes never interleave
-se0 AS MATERIALIZED (
-    SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, depth, ts,
-           coalesce(ts + dur, 9223372036854775807) AS r_end
-    FROM nvtx_range
-    WHERE trace_id = getvariable('trace_id') AND style = 'start/end'
-),
-se_procs AS MATERIALIZED (
-    SELECT pid, row_number() OVER () AS pn FROM (SELECT DISTINCT pid FROM se0)
-),
-se AS (
-    SELECT s.range_id, s.tid, s.depth, s.ts,
-           q.pn * 18446744073709551616::HUGEINT + s.ts + 9223372036854775808::HUGEINT AS k_start,
-           q.pn * 18446744073709551616::HUGEINT + s.r_end + 9223372036854775808::HUGEINT AS k_end
-    FROM se0 s JOIN se_procs q ON q.pid = s.pid
-),
-se_calls AS (
-    SELECT c.op_id, c.op_kind, c.tid,
-           q.pn * 18446744073709551616::HUGEINT + c.a_ts + 9223372036854775808::HUGEINT AS k_start,
-           q.pn * 18446744073709551616::HUGEINT + c.a_end + 9223372036854775808::HUGEINT AS k_end
-    FROM calls c JOIN se_procs q ON q.pid = c.pid
-),
-se_pairs AS (
-    SELECT c.op_id, c.op_kind, s.range_id, s.depth, s.ts,
-           CASE WHEN c.tid = s.tid THEN 'thread' ELSE 'process' END AS attribution
-    FROM se_calls c JOIN se s ON s.k_start <= c.k_start AND s.k_end >= c.k_end
-),
 pairs AS (
     SELECT * FROM stack
     UNION ALL
-    SELECT * FROM se_pairs
+    SELECT * FROM raw.op_se_pairs
 )
 SELECT getvariable('trace_id')::INTEGER AS trace_id, p.op_id, p.op_kind, p.range_id, p.depth,
        row_number() OVER (PARTITION BY p.op_id

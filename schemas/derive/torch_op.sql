@@ -112,11 +112,10 @@ WITH outer_ranges AS (
     FROM nvtx_range
     WHERE trace_id = getvariable('trace_id') AND style = 'push/pop' AND name LIKE 'layer:%'
 ),
-levels AS (SELECT DISTINCT pid, tid, depth FROM outer_ranges),
+-- every level above each op (below the depth cap), as (op, level) rows: no join, linear
 x AS MATERIALIZED (
-    SELECT p.range_id, p.pid, p.tid, p.e, l.depth AS lvl
+    SELECT p.range_id, p.pid, p.tid, p.e, unnest(range(0, least(p.depth, getvariable('nvtx_depth_cap')))) AS lvl
     FROM raw.torch_parsed p
-    JOIN levels l ON l.pid = p.pid AND l.tid = p.tid AND l.depth < least(p.depth, getvariable('nvtx_depth_cap'))
 ),
 -- only the levels some op looks up (when all ops sit at one depth, none: the join is empty)
 candidates AS (

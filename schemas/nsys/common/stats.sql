@@ -9,7 +9,11 @@ UNION ALL
 SELECT 'kernel.unnamed', count(*), 'warning',
        'kernels whose name ids are not in StringIds: name is NULL'
 FROM raw.CUPTI_ACTIVITY_KIND_KERNEL k
-WHERE NOT EXISTS (SELECT 1 FROM raw.StringIds s WHERE s.id IN (k.demangledName, k.shortName, k.mangledName))
+-- three anti-joins on equality (hash joins); 'id IN (the three ids)' was a nested loop of every
+-- kernel against every string
+WHERE NOT EXISTS (SELECT 1 FROM raw.StringIds s WHERE s.id = k.demangledName)
+  AND NOT EXISTS (SELECT 1 FROM raw.StringIds s WHERE s.id = k.shortName)
+  AND NOT EXISTS (SELECT 1 FROM raw.StringIds s WHERE s.id = k.mangledName)
 HAVING count(*) > 0
 UNION ALL
 SELECT 'source.rows_without_start_or_end', count(*), 'warning',
