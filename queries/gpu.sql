@@ -1,22 +1,35 @@
--- gpu: every GPU activity (kernels by name, memcpy by direction, memset) in one table with time statistics, like nvprof's "GPU activities" and nsys stats cuda_gpu_sum.
+-- gpu: every GPU activity (kernels by name, memcpy by direction, memset, whole CUDA graph executions) in one table with time statistics, like nvprof's "GPU activities" and nsys stats cuda_gpu_sum.
 -- input: gpu_op
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- param per_trace: true to give each trace its own rows, percentages taken within the trace
 -- column trace_id if per_trace: trace of the row (trace.trace_id)
--- column name: kernel name, '[CUDA memcpy <direction>]' or '[CUDA memset]' (gpu_op.name)
+-- column name: kernel name, '[CUDA memcpy <direction>]' or '[CUDA memset]' (gpu_op.name), or '[CUDA graph <graph_id>]' for the executions of a whole graph traced as one (graph_exec)
 -- column calls: number of operations
 -- column total_ns: summed GPU time in ns (operations on different streams overlap: not wall time)
--- column pct: total_ns as a percentage of the summed time of all GPU operations in the report (kernels, copies and memsets; after --where; within the trace with per_trace), not of wall time
+-- column pct: total_ns as a percentage of the summed time of all GPU operations in the report (kernels, copies, memsets and whole-graph executions; after --where; within the trace with per_trace), not of wall time
 -- column avg_ns: mean duration in ns, rounded to 0.1 ns
 -- column med_ns: median duration in ns (the mean of the two middle values for an even count)
 -- column min_ns: shortest operation in ns
 -- column max_ns: longest operation in ns
 -- column stddev_ns: sample standard deviation of the duration in ns (n - 1 denominator, as nsys stats), rounded to 0.1 ns; 0 for a single operation
--- column category: 'kernel', 'memcpy' or 'memset' (gpu_op.op_kind)
+-- column category: 'kernel', 'memcpy' or 'memset' (gpu_op.op_kind), or 'graph'
 -- label pct: Time(%) of all GPU activities
-WITH input AS (
-    SELECT *
+--
+-- Whole-graph executions (graph_exec: nsys --cuda-graph-trace=graph, the default, records one
+-- row per graph launch and none for its nodes) are GPU time that gpu_op lacks: they join the
+-- input as rows of op_kind 'graph' with gpu_op's columns (op_id and bytes NULL), so --where
+-- filters them as it filters the rest.
+WITH ops AS (
+    SELECT trace_id, op_kind, op_id, device_id, stream_id, pid, correlation_id, ts, dur, name, bytes
     FROM gpu_op
+    UNION ALL
+    SELECT trace_id, 'graph', CAST(NULL AS BIGINT), device_id, stream_id, pid, correlation_id, ts, dur,
+           '[CUDA graph ' || coalesce(CAST(graph_id AS VARCHAR), '?') || ']', CAST(NULL AS BIGINT)
+    FROM graph_exec
+),
+input AS (
+    SELECT *
+    FROM ops
     WHERE ($trace_id IS NULL OR trace_id = $trace_id)
       AND /* where */ TRUE
 ),

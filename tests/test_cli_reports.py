@@ -45,7 +45,7 @@ def test_summary_in_nvprof_layout(db):
     assert out[1] == "  span: 1.9032ms from the first to the last event of any kind"
     assert out[2].startswith("  GPU 0 NVIDIA A100-SXM4-80GB: busy 1.6157ms = 84.89% of the span")
     gpu = out.index("GPU activities (Time(%) = share of the summed time of all GPU activities "
-                    "(kernels, copies, memsets), not of wall time):")
+                    "(kernels, copies, memsets, graph executions), not of wall time):")
     assert out[gpu + 1].split() == ["Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name"]
     assert out[gpu + 2].split(None, 6) == ["38.99%", "1.5035ms", "12", "125.29us", "45.190us", "351.02us",
                                            "[CUDA memcpy Host-to-Device]"]
@@ -89,7 +89,7 @@ def test_reports_and_shared_options(db, tmp_path):
 
     out = tmp_path / "launch.parquet"
     run(db, "report", "--by", "launch", "--format", "parquet", "-o", str(out))
-    assert pq.read_table(out).column_names[:4] == ["name", "calls", "launched", "api_total_ns"]
+    assert pq.read_table(out).column_names[:5] == ["name", "calls", "launched", "api_calls", "api_total_ns"]
     md = tmp_path / "api.md"
     assert run(db, "report", "--by", "api", "--format", "markdown", "-o", str(md)) == ""
     assert md.read_text().startswith("| name | calls | total_ns | pct |")

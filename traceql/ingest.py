@@ -35,7 +35,7 @@ from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, REDERIVABLE_TABLES, read
 # Adapter views each layout provides, in the order they are created. A layout folder
 # (schemas/nsys/<layout>/) may override any file of schemas/nsys/common/.
 ADAPTER_FILES = ("labels", "mem_kind", "kernel", "api_call", "memcpy", "memset",
-                 "nvtx_event", "thread", "device", "stats")
+                 "nvtx_event", "thread", "device", "graph", "stats")
 
 # Contract tables filled from an adapter view, with the id column ingest numbers in
 # (ts, source row) order. kernel, memcpy and memset share one id space (gpu_op.op_id).
@@ -318,9 +318,9 @@ def _drop_temp_objects(con) -> None:
 
 
 # What _fill and _ingest_one tell the progress display after the source tables are read.
-FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "nvtx_mark", "nvtx_range",
-              "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
-              "unattributed_gpu", "diagnostics", "stored reports")
+FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "graphs", "nvtx_mark",
+              "nvtx_range", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
+              "device_busy", "unattributed_gpu", "diagnostics", "stored reports")
 
 
 def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
@@ -344,6 +344,12 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
     con.execute("INSERT INTO device BY NAME SELECT ?::INTEGER AS trace_id, * FROM src_device", [trace_id])
     con.execute(read_schema("derive/device_seen.sql"))
     con.execute("INSERT INTO device BY NAME SELECT * FROM derived_device_seen WHERE trace_id = ?", [trace_id])
+
+    step("graphs")  # CUDA graph executions and lifecycle events with their API calls (schemas/derive/graph.sql)
+    con.execute("SET VARIABLE trace_id = ?", [trace_id])
+    con.execute(read_schema("derive/graph.sql"))
+    for table in ("graph_exec", "graph_event"):
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
 
     step("nvtx_mark")
     con.execute(

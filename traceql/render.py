@@ -160,8 +160,9 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
         if not summary.per_trace and len(group) > 1:
             out.write(f"\nSections below: the {len(group)} traces together (--per-trace splits them)\n")
         mine = [r for r in rows if not summary.per_trace or r["trace_id"] in ids]
-        for section, what in (("GPU activities", "all GPU activities (kernels, copies, memsets)"),
-                              ("API calls", "all CUDA API calls")):
+        for section, what in (
+                ("GPU activities", "all GPU activities (kernels, copies, memsets, graph executions)"),
+                ("API calls", "all CUDA API calls")):
             part = [r for r in mine if r["section"] == section]
             out.write(f"\n{section} (Time(%) = share of the summed time of {what}, not of wall time):\n")
             if fmt == "markdown":

@@ -9,7 +9,7 @@ from functools import cache
 from importlib import resources
 
 CONTRACT_TABLES = (
-    "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset",
+    "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset", "graph_exec", "graph_event",
     "nvtx_range", "nvtx_mark", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
     "device_busy", "unattributed_gpu", "ingest_stats",
 )
@@ -22,11 +22,17 @@ CONTRACT_VIEWS = ("gpu_op",)
 # traces it already holds (traceql.ingest.create_contract).
 REDERIVABLE_TABLES = ("device_busy", "unattributed_gpu")
 
+# Contract tables filled from the source files, added after workspaces were made with earlier
+# versions. A workspace that lacks one reads it as an empty view, so that the queries reading it
+# run (its traces were ingested without it: ingesting them again fills it).
+LATER_SOURCE_TABLES = ("graph_exec", "graph_event")
+
 # A deterministic row order for every contract table and view (export, golden files).
 ROW_ORDER = {
     "trace": "trace_id", "device": "trace_id, device_id", "thread": "trace_id, pid, tid",
     "api_call": "trace_id, api_id", "kernel": "trace_id, kernel_id", "memcpy": "trace_id, memcpy_id",
-    "memset": "trace_id, memset_id", "nvtx_range": "trace_id, range_id", "nvtx_mark": "trace_id, mark_id",
+    "memset": "trace_id, memset_id", "graph_exec": "trace_id, exec_row_id",
+    "graph_event": "trace_id, graph_event_id", "nvtx_range": "trace_id, range_id", "nvtx_mark": "trace_id, mark_id",
     "launch": "trace_id, op_id", "op_range": "trace_id, op_id, depth, range_id",
     "range_gpu": "trace_id, range_id", "torch_op": "trace_id, range_id", "kernel_op": "trace_id, kernel_id",
     "device_peak": "trace_id, device_id", "device_busy": "trace_id, device_id", "unattributed_gpu": "trace_id",

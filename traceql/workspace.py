@@ -12,7 +12,8 @@ import duckdb
 import pyarrow as pa
 
 from .errors import UsageError, WorkspaceError
-from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, REDERIVABLE_TABLES, ROW_ORDER, read_schema
+from .resources import (CONTRACT_TABLES, CONTRACT_VIEWS, LATER_SOURCE_TABLES, REDERIVABLE_TABLES, ROW_ORDER,
+                        contract_types, read_schema)
 
 DEFAULT_DB = "traceql.duckdb"
 
@@ -61,6 +62,10 @@ class Workspace:
         for name in REDERIVABLE_TABLES:
             if name not in tables:  # made by an earlier version: computed at each query instead
                 self._derive_on_the_fly(name)
+        for name in LATER_SOURCE_TABLES:
+            if name not in tables:  # made by an earlier version: no rows
+                columns = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in contract_types()[name])
+                self.con.execute(f"CREATE TEMP VIEW {name} AS SELECT {columns} WHERE false")
 
     def _connect(self) -> set[str]:
         """Open self.con; the names of the workspace's tables."""

@@ -15,5 +15,6 @@ CREATE TABLE memcpy (
     dst_kind          VARCHAR,          -- memory kind of the destination, same labels as src_kind
     src_device_id     INTEGER,          -- device of the source memory, when recorded
     dst_device_id     INTEGER,          -- device of the destination memory, when recorded
-    graph_node_id     BIGINT            -- CUDA graph node that ran this copy, NULL outside graphs
+    graph_node_id     BIGINT,           -- CUDA graph node that ran this copy, NULL outside graphs
+    graph_id          BIGINT            -- CUDA graph that ran this copy when the export records it (nvprof); NULL otherwise: nsys copy records carry no graph id
 );

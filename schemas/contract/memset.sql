@@ -12,5 +12,6 @@ CREATE TABLE memset (
     bytes             BIGINT,           -- bytes set
     value             BIGINT,           -- byte value written
     mem_kind          VARCHAR,          -- memory kind written: 'Device', 'Managed', 'Pinned', ...
-    graph_node_id     BIGINT            -- CUDA graph node that ran this memset, NULL outside graphs
+    graph_node_id     BIGINT,           -- CUDA graph node that ran this memset, NULL outside graphs
+    graph_id          BIGINT            -- CUDA graph that ran this memset when the export records it (nvprof); NULL otherwise: nsys memset records carry no graph id
 );

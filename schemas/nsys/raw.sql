@@ -47,6 +47,27 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (
     graphNodeId BIGINT
 );
 
+-- CUDA graphs (schemas/nsys/common/graph.sql). GRAPH_TRACE: one row per whole-graph execution
+-- under --cuda-graph-trace=graph (3.x). CUDA_GRAPH_EVENTS: graph creation, instantiation and
+-- clone events with graph ids in 3.x; in 2.9.1 it had the node layout (graphNodeId,
+-- originalGraphNodeId) that 3.x moved to CUDA_GRAPH_NODE_EVENTS. Both layouts are declared
+-- here: the columns a file lacks read as NULL.
+CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (
+    start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT,
+    correlationId BIGINT, globalPid BIGINT, graphId BIGINT, graphExecId BIGINT
+);
+
+CREATE TABLE CUDA_GRAPH_EVENTS (
+    start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, nameId BIGINT,
+    graphId BIGINT, originalGraphId BIGINT, graphExecId BIGINT,
+    graphNodeId BIGINT, originalGraphNodeId BIGINT
+);
+
+CREATE TABLE CUDA_GRAPH_NODE_EVENTS (
+    start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, nameId BIGINT,
+    graphNodeId BIGINT, originalGraphNodeId BIGINT
+);
+
 CREATE TABLE NVTX_EVENTS (
     start BIGINT, "end" BIGINT, eventType BIGINT, rangeId BIGINT, category BIGINT,
     color BIGINT, text VARCHAR, globalTid BIGINT, endGlobalTid BIGINT, textId BIGINT,

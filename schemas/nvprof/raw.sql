@@ -42,7 +42,7 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_DRIVER (
 CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (
     _id_ BIGINT, copyKind BIGINT, srcKind BIGINT, dstKind BIGINT, bytes BIGINT, start BIGINT,
     "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT,
-    graphNodeId BIGINT
+    graphNodeId BIGINT, graphId BIGINT
 );
 
 -- Peer-to-peer copies.
@@ -54,7 +54,8 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY2 (
 
 CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (
     _id_ BIGINT, value BIGINT, bytes BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT,
-    contextId BIGINT, streamId BIGINT, correlationId BIGINT, memoryKind BIGINT, graphNodeId BIGINT
+    contextId BIGINT, streamId BIGINT, correlationId BIGINT, memoryKind BIGINT, graphNodeId BIGINT,
+    graphId BIGINT
 );
 
 -- NVTX: one row per marker record (flags 1 mark, 2 range start, 4 range end); objectId is

@@ -15,7 +15,8 @@ SELECT
     coalesce(dk.label, 'Unknown (' || c.dstKind || ')')  AS dst_kind,
     c.srcDeviceId                   AS src_device_id,
     c.dstDeviceId                   AS dst_device_id,
-    nullif(c.graphNodeId, 0)        AS graph_node_id
+    nullif(c.graphNodeId, 0)        AS graph_node_id,
+    CAST(NULL AS BIGINT)            AS graph_id         -- not in nsys copy records
 FROM raw.CUPTI_ACTIVITY_KIND_MEMCPY c
 LEFT JOIN src_copy_kind ck ON ck.id = c.copyKind
 LEFT JOIN src_mem_kind sk ON sk.id = c.srcKind

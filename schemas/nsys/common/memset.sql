@@ -12,7 +12,8 @@ SELECT
     m.bytes                         AS bytes,
     m.value                         AS value,
     coalesce(mk.label, 'Unknown (' || m.memKind || ')') AS mem_kind,
-    nullif(m.graphNodeId, 0)        AS graph_node_id
+    nullif(m.graphNodeId, 0)        AS graph_node_id,
+    CAST(NULL AS BIGINT)            AS graph_id         -- not in nsys memset records
 FROM raw.CUPTI_ACTIVITY_KIND_MEMSET m
 LEFT JOIN src_mem_kind mk ON mk.id = m.memKind
 WHERE m.start IS NOT NULL AND m."end" IS NOT NULL;

@@ -21,7 +21,8 @@ SELECT 'source.rows_without_start_or_end', count(*), 'warning',
 FROM (SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_KERNEL
       UNION ALL SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_MEMCPY
       UNION ALL SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_MEMSET
-      UNION ALL SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_RUNTIME)
+      UNION ALL SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_RUNTIME
+      UNION ALL SELECT start, "end" FROM raw.CUPTI_ACTIVITY_KIND_GRAPH_TRACE)
 WHERE start IS NULL OR "end" IS NULL
 HAVING count(*) > 0
 UNION ALL
@@ -34,6 +35,25 @@ SELECT 'nvtx.event_types_not_read.' || eventType, count(*), 'info',
        'NVTX_EVENTS rows of a type that is neither a range nor a mark (domain, thread or category names, payload schemas...)'
 FROM raw.NVTX_EVENTS WHERE eventType NOT IN (34, 59, 60, 70, 71, 75, 33, 39)
 GROUP BY eventType
+UNION ALL
+SELECT 'graph_exec.executions', count(*), 'info',
+       'whole-CUDA-graph executions (CUPTI_ACTIVITY_KIND_GRAPH_TRACE, --cuda-graph-trace=graph) in graph_exec: their '
+       || 'nodes have no kernel, memcpy or memset rows; report --by gpu and summary show them as [CUDA graph N], '
+       || 'kernel totals, launch, range and GPU busy time do not count them'
+FROM raw.CUPTI_ACTIVITY_KIND_GRAPH_TRACE WHERE start IS NOT NULL AND "end" IS NOT NULL
+HAVING count(*) > 0
+UNION ALL
+SELECT 'graph_exec.gpu_ns', sum("end" - start), 'info',
+       'summed GPU duration in ns of the whole-graph executions of graph_exec (not wall time)'
+FROM raw.CUPTI_ACTIVITY_KIND_GRAPH_TRACE WHERE start IS NOT NULL AND "end" IS NOT NULL
+HAVING count(*) > 0
+UNION ALL
+SELECT 'kernel.graph_id_unknown', count(*), 'info',
+       'kernels run as CUDA graph nodes (graphNodeId set) whose export records no graphId (before schema 3.24): '
+       || 'graph_id is NULL, since no graph event names the graph of a node'
+FROM raw.CUPTI_ACTIVITY_KIND_KERNEL
+WHERE coalesce(graphNodeId, 0) <> 0 AND coalesce(graphId, 0) = 0 AND start IS NOT NULL AND "end" IS NOT NULL
+HAVING count(*) > 0
 UNION ALL
 SELECT 'device.non_cuda_adapters_skipped', count(*), 'info',
        'TARGET_INFO_GPU rows with no streaming multiprocessors (display adapters), not listed in device'

@@ -23,7 +23,8 @@ SELECT
     coalesce(dk.label, 'Unknown (' || c.dstKind || ')')  AS dst_kind,
     c.srcDeviceId                   AS src_device_id,
     c.dstDeviceId                   AS dst_device_id,
-    nullif(c.graphNodeId, 0)        AS graph_node_id
+    nullif(c.graphNodeId, 0)        AS graph_node_id,
+    nullif(c.graphId, 0)            AS graph_id         -- Version 16 MEMCPY; MEMCPY2 has none
 FROM c
 LEFT JOIN src_launch l ON l.correlation_id = c.correlationId
 LEFT JOIN src_copy_kind ck ON ck.id = c.copyKind

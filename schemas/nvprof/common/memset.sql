@@ -12,7 +12,8 @@ SELECT
     m.bytes                         AS bytes,
     m.value                         AS value,
     coalesce(mk.label, 'Unknown (' || m.memoryKind || ')') AS mem_kind,
-    nullif(m.graphNodeId, 0)        AS graph_node_id
+    nullif(m.graphNodeId, 0)        AS graph_node_id,
+    nullif(m.graphId, 0)            AS graph_id
 FROM raw.CUPTI_ACTIVITY_KIND_MEMSET m
 LEFT JOIN src_launch l ON l.correlation_id = m.correlationId
 LEFT JOIN src_mem_kind mk ON mk.id = m.memoryKind
