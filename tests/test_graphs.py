@@ -285,3 +285,21 @@ def test_a_workspace_made_before_graph_tables_reads_them_empty(tmp_path):
     traceql.ingest([tmp_path / "graphs.sqlite"], db=db)
     with traceql.open(db) as w:
         assert rows(w, "SELECT count(*) AS n FROM graph_exec") == [{"n": 2}]
+
+
+def test_graph_statements_join_linearly(tmp_path, monkeypatch):
+    """The graph derivations are hash and ASOF joins (tests/test_join_plans.py's check, on this
+    fixture, which has rows in every graph table)."""
+    from importlib import import_module
+
+    from .test_join_plans import PlanRecorder, _bad_joins
+
+    monkeypatch.setenv("TRACEQL_TIMING", "1")
+    monkeypatch.setattr(import_module("traceql.ingest"), "_TimedConnection", PlanRecorder)
+    monkeypatch.setattr(PlanRecorder, "seen", [])
+    traceql.ingest([build(tmp_path / "graphs.sqlite")], db=tmp_path / "ws.duckdb")
+    graph = [(text, ops) for text, ops in PlanRecorder.seen if text.startswith("INSERT INTO graph_")]
+    assert [text.split()[2] for text, _ in graph] == ["graph_exec", "graph_event"]
+    for text, ops in graph:
+        assert not _bad_joins(ops), text
+        assert "ASOF_JOIN" in [name for name, _ in ops], text
