@@ -370,6 +370,7 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
         "SELECT i.range_id, e.* EXCLUDE (src_row, kind) "
         "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row")
     _free_staging(con, keep=("nvtx_stage",))  # every source table has been read: memory for the rest
+    con.execute(read_schema("derive/group_name.sql"))  # the macro nvtx_range.sql uses
     con.execute(read_schema("derive/nvtx_range.sql"))
     con.execute("INSERT INTO nvtx_range BY NAME SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range",
                 [trace_id])

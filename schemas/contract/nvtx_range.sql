@@ -8,6 +8,7 @@ CREATE TABLE nvtx_range (
     ts                BIGINT NOT NULL,  -- range start in ns (trace clock)
     dur               BIGINT,           -- range duration in ns; NULL when the range was never closed
     name              VARCHAR,          -- range message text (registered strings resolved)
+    group_name        VARCHAR,          -- name without its per-instance parts, to group by: PyTorch's ', seq = N, op_id = N, sizes = [..]' suffixes stripped, PyProf markers shortened to 'mod.op' or their call site (rule in schemas/derive/group_name.sql), NULL when name is NULL
     domain            VARCHAR NOT NULL, -- NVTX domain name; '' for the default domain
     style             ENUM('push/pop', 'start/end') NOT NULL, -- 'push/pop' or 'start/end'
     depth             INTEGER NOT NULL, -- nesting level on its thread's push/pop stack, 0 = outermost; start/end ranges are not stacked and have 0

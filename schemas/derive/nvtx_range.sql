@@ -90,7 +90,8 @@ paths AS (
 SELECT range_id, path FROM paths;
 
 CREATE OR REPLACE TEMP VIEW derived_nvtx_range AS
-SELECT s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name, s.domain, s.style,
+SELECT s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name,
+       nvtx_group_name(s.name) AS group_name, s.domain, s.style,  -- the macro of derive/group_name.sql
        coalesce(p.depth, 0) AS depth, p.parent_range_id,
        CASE WHEN p.parent_range_id IS NULL THEN coalesce(s.name, '')
             WHEN d.anc_id IS NOT NULL THEN y.path || ' > … > ' || coalesce(s.name, '')
