@@ -1,14 +1,14 @@
--- range: NVTX ranges grouped by name (or nesting path) with their CPU time and the GPU work launched inside them, plus an '[unattributed]' row for GPU work launched outside every range.
+-- range: NVTX ranges grouped by operator name (or full name, or nesting path) with their CPU time and the GPU work launched inside them, plus an '[unattributed]' row for GPU work launched outside every range.
 -- input: nvtx_range
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- param per_trace: true to give each trace its own rows
--- param group_by: 'name' to group range instances by name, 'path' by their full nesting path
+-- param group_by: 'group' to group range instances by their grouping name (nvtx_range.group_name: PyTorch's per-instance ', seq = N', ', op_id = N', ', sizes = ...' removed, PyProf markers by op), 'name' by their full name, 'path' by their nesting path (grouping names from the outermost range down)
 -- param max_depth: keep only ranges whose depth is below this, so paths have at most this many levels (NULL: all)
 -- param match: list of words; keep ranges whose name contains any of them, ignoring case (NULL: all ranges)
 -- param domain: keep only ranges of this NVTX domain ('' is the default domain; NULL: all)
 -- param filtered: true when a --where filter selects the ranges; like match and domain it leaves the '[unattributed]' row out
 -- column trace_id if per_trace: trace of the row (trace.trace_id)
--- column name: range name (or nesting path with group_by 'path'); '[unattributed]' for GPU work launched outside every range
+-- column name: range grouping name (the full name with group_by 'name', the nesting path with 'path'); '[unattributed]' for GPU work launched outside every range
 -- column instances: range instances
 -- column cpu_total_ns: summed range durations on the CPU in ns (unclosed ranges left out)
 -- column cpu_avg_ns: mean range duration on the CPU in ns
@@ -24,7 +24,7 @@
 -- A kernel counts in every range of its stack, so rows of nested ranges overlap; it counts once
 -- per range instance (schemas/derive/op_range.sql says which ranges hold which work).
 WITH picked AS (
-    SELECT r.*, CASE WHEN $group_by = 'path' THEN r.path ELSE r.name END AS label
+    SELECT r.*, CASE $group_by WHEN 'path' THEN r.path WHEN 'name' THEN r.name ELSE r.group_name END AS label
     FROM nvtx_range r
     WHERE ($trace_id IS NULL OR r.trace_id = $trace_id)
       AND ($max_depth IS NULL OR r.depth < $max_depth)

@@ -300,3 +300,24 @@ def test_nvprof_pytorch_groups(workspaces):
     assert (groups["view"], groups["NllLossBackward"], groups["torch::autograd::AccumulateGrad"],
             groups["traceMarker profile2.py:261"], groups["Tensor.norm"], groups["traceMarker profile2.py:106"]) \
         == (52, 1, 28, 28, 28, 1)
+
+
+def test_range_report_groups_by_operator_on_nsysai(tmp_path):
+    """`report --by range` groups by grouping name by default: on nsysai-h100's 16,782 PyTorch
+    ranges (16,582 distinct full names) one row per operator, 176 of them, where grouping by
+    full name printed one row per instance; --group name keeps the full names, --group path
+    nests grouping names."""
+    src = trace_file(NSYSAI)
+    traceql.ingest([src], db=tmp_path / "ws.duckdb")
+    names = sqlite_names(src)
+    with traceql.open(tmp_path / "ws.duckdb") as ws:
+        by_group = [r for r in ws.report("range").to_pylist() if r["name"] != "[unattributed]"]
+        by_name = [r for r in ws.report("range", group_by="name").to_pylist() if r["name"] != "[unattributed]"]
+        by_path = [r for r in ws.report("range", group_by="path").to_pylist() if r["name"] != "[unattributed]"]
+    assert len(by_group) == len({independent_group(n) for n in names}) == 176
+    assert len(by_name) == len(set(names)) == 16582
+    assert sum(r["instances"] for r in by_group) == sum(r["instances"] for r in by_name) == len(names)
+    counts = {r["name"]: r["instances"] for r in by_group}
+    assert counts["aten::to"] == 1190 and counts["aten::as_strided"] == 2200
+    assert not any(", op_id = " in r["name"] for r in by_path)
+    assert len(by_path) < 1000 and sum(r["instances"] for r in by_path) == len(names)

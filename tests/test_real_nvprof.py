@@ -249,18 +249,20 @@ def test_pytorch_nvtx_ranges_picked_by_hand(nvprof_ws):
     # a backward op range inside its autograd Node range, on the backward thread
     assert at("mm, seq = 0", 1583975501728206232) == {
         "tid": backward_thread, "depth": 1, "parent": "MmBackward, seq = 222",
-        "path": "MmBackward, seq = 222 > mm, seq = 0", "style": "push/pop"}
+        "path": "MmBackward > mm", "style": "push/pop"}  # paths of grouping names
     # two levels down: ViewBackward > reshape > view
     assert at("view, seq = 0", 1583975501727903582) == {
         "tid": backward_thread, "depth": 2, "parent": "reshape, seq = 0",
-        "path": "ViewBackward, seq = 226 > reshape, seq = 0 > view, seq = 0", "style": "push/pop"}
+        "path": "ViewBackward > reshape > view", "style": "push/pop"}
     # a Node range is a root on its thread
     assert at("NllLossBackward, seq = 228", 1583975501727354776)["depth"] == 0
     # forward: mm inside matmul, seven levels under the apex.pyprof markers on the main thread
     fwd = at("mm, seq = 122", one(nvprof_ws, "SELECT min(ts) AS ts FROM nvtx_range WHERE trace_id = ? "
                                              "AND name = 'mm, seq = 122'", [t]))
     assert (fwd["tid"], fwd["depth"], fwd["parent"]) == (1290573632, 7, "matmul, seq = 121")
-    assert fwd["path"].startswith("{'traceMarker': ['profile2.py:314'")
+    # the path names the PyProf markers by their grouping names ('traceMarker <innermost frame>', 'module.op')
+    assert fwd["path"].startswith("traceMarker ") and fwd["path"].endswith(" > Tensor.matmul > matmul > mm")
+    assert len(fwd["path"].split(" > ")) == 8
 
 
 def test_pytorch_kernel_names_match_pyprof(nvprof_ws):

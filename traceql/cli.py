@@ -341,8 +341,10 @@ give times in ns; tables show readable units, or --unit.
 @click.option("--unit", type=click.Choice(list(UNITS)), default=None,
               help="Times in this unit in --format table or markdown (default: table picks a readable unit).")
 @click.option("--with-dims", is_flag=True, help="kernel: group by grid and block size too.")
-@click.option("--group", "group_by", type=click.Choice(["name", "path"]), default="name", show_default=True,
-              help="range: group instances by range name or by full nesting path.")
+@click.option("--group", "group_by", type=click.Choice(["group", "name", "path"]), default="group", show_default=True,
+              help="range: group instances by operator (the name without PyTorch's per-instance ', seq = N', "
+                   "', op_id = N', ', sizes = [...]' and PyProf's marker details), by full name, or by nesting "
+                   "path.")
 @click.option("--depth", "max_depth", type=click.IntRange(min=1), default=None,
               help="range: keep ranges above this depth (path has at most N levels).")
 @click.option("--match", "match", multiple=True, metavar="WORD",

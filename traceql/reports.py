@@ -28,7 +28,7 @@ REPORTS = {
     "device": ("device", {}),
     "thread": ("thread", {}),
     "launch": ("launch", {}),
-    "range": ("range", {"group_by": "name"}),
+    "range": ("range", {"group_by": "group"}),
     "op": ("op", {"with_shapes": False, "level": "top"}),
     "kernel-op": ("kernel_op", {}),
     "layer": ("layer", {}),

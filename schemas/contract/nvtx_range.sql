@@ -13,7 +13,7 @@ CREATE TABLE nvtx_range (
     style             ENUM('push/pop', 'start/end') NOT NULL, -- 'push/pop' or 'start/end'
     depth             INTEGER NOT NULL, -- nesting level on its thread's push/pop stack, 0 = outermost; start/end ranges are not stacked and have 0
     parent_range_id   BIGINT,           -- range_id of the enclosing push/pop range on the same thread; NULL at depth 0
-    path              VARCHAR NOT NULL, -- names from the outermost range down to this one, joined by ' > '
+    path              VARCHAR NOT NULL, -- grouping names (group_name) from the outermost range down to this one, joined by ' > '; below the depth cap of 64 levels the levels between are shown as ' > … > '
     color             BIGINT,           -- ARGB color given by the application, when any
     category          BIGINT            -- NVTX category id given by the application, when any
 );

@@ -68,7 +68,9 @@ WHERE c.depth > getvariable('nvtx_depth_cap');
 
 DROP TABLE raw.nvtx_depth;
 
--- path: names from the outermost range down. Only ranges that are some range's parent (750 k
+-- path: grouping names (group_name.sql) from the outermost range down, so that the paths of
+-- PyTorch's op ranges name operators, not instances ('aten::linear > aten::addmm', not
+-- 'aten::linear, op_id = 17 > aten::addmm, op_id = 18'); the full names are nvtx_range.name. Only ranges that are some range's parent (750 k
 -- of the 16 M ranges of bench's ATTR, 2.5 M of L's 7.5 M) are walked, one level per recursion
 -- step; every range's path is then its parent's path and its own name, in the last step. The
 -- walk stops at the depth cap: a range deeper than the cap gets the path of its ancestor at
@@ -76,7 +78,7 @@ DROP TABLE raw.nvtx_depth;
 -- take memory quadratic in the depth).
 CREATE OR REPLACE TABLE raw.nvtx_path AS
 WITH RECURSIVE tree AS MATERIALIZED (
-    SELECT s.range_id, coalesce(s.name, '') AS name, p.parent_range_id
+    SELECT s.range_id, coalesce(nvtx_group_name(s.name), '') AS name, p.parent_range_id
     FROM raw.nvtx_stage s JOIN raw.nvtx_parent p USING (range_id)
     WHERE p.depth < getvariable('nvtx_depth_cap')
       AND s.range_id IN (SELECT parent_range_id FROM raw.nvtx_parent)
@@ -91,13 +93,13 @@ SELECT range_id, path FROM paths;
 
 CREATE OR REPLACE TEMP VIEW derived_nvtx_range AS
 SELECT s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name,
-       nvtx_group_name(s.name) AS group_name, s.domain, s.style,  -- the macro of derive/group_name.sql
+       s.group_name, s.domain, s.style,
        coalesce(p.depth, 0) AS depth, p.parent_range_id,
-       CASE WHEN p.parent_range_id IS NULL THEN coalesce(s.name, '')
-            WHEN d.anc_id IS NOT NULL THEN y.path || ' > … > ' || coalesce(s.name, '')
-            ELSE x.path || ' > ' || coalesce(s.name, '') END AS path,
+       CASE WHEN p.parent_range_id IS NULL THEN coalesce(s.group_name, '')
+            WHEN d.anc_id IS NOT NULL THEN y.path || ' > … > ' || coalesce(s.group_name, '')
+            ELSE x.path || ' > ' || coalesce(s.group_name, '') END AS path,
        s.color, s.category
-FROM raw.nvtx_stage s
+FROM (SELECT *, nvtx_group_name(name) AS group_name FROM raw.nvtx_stage) s  -- the macro of derive/group_name.sql
 LEFT JOIN raw.nvtx_parent p USING (range_id)
 LEFT JOIN raw.nvtx_path x ON x.range_id = p.parent_range_id
 LEFT JOIN raw.nvtx_deep d ON d.range_id = s.range_id
