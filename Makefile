@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: demo test bench fuzz clean
+.PHONY: demo test bench bench-scaling fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ BENCH_WAIT ?= 1200
 bench: $(STAMP)
 	$(PY) bench/run.py --sizes $(SIZES) --setup-nsys-ai --wait-load $(BENCH_LOAD) --wait-max $(BENCH_WAIT) \
 	  --out bench/RESULTS.md --json bench/data/results.json
+
+# Ingest time per kernel on PyTorch-shaped input (fixtures/gen_torch.py) at 0.25, 0.5, 1, 2 and
+# 4 M kernels, against the SQLite scan floor; writes bench/SCALING.md (bench/scaling.py).
+bench-scaling: $(STAMP)
+	$(PY) bench/scaling.py --wait-load $(BENCH_LOAD) --wait-max $(BENCH_WAIT)
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
