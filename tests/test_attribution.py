@@ -296,3 +296,51 @@ def test_backward_kernels_of_the_autograd_thread(real_ws):
         JOIN thread t ON t.trace_id = l.trace_id AND t.pid = l.pid AND t.tid = l.tid
         WHERE x.trace_id = ? AND r.name = 'Backward' AND x.attribution = 'process'""", [tid])
     assert threads == [{"thread_name": "pt_autograd_0"}]
+
+
+# -- PyTorch-shaped generated traces: the generator's exact answers ---------------------------
+
+@pytest.mark.parametrize("generation", ["1.0", "legacy", "legacy-shapes", "observer", "observer-shapes"])
+def test_generated_pytorch_training_exact_answers(tmp_path, generation):
+    """fixtures/gen_torch.py knows, from its own bookkeeping, which kernels each range holds under
+    the rule (own thread / other threads of the process) and which no range holds. The report
+    by grouping name must give exactly those figures for every PyTorch string generation: the
+    Backward ranges' kernels come from the autograd thread, the data_wait start/end ranges end on
+    another thread, one range is never closed, both processes reuse correlation ids."""
+    from fixtures.gen_torch import generate
+
+    src = tmp_path / "torch.sqlite"
+    expected = generate(src, kernels=4100, seed=7, generation=generation)
+    traceql.ingest([src], db=tmp_path / "ws.duckdb")
+    with traceql.open(tmp_path / "ws.duckdb") as ws:
+        got = {r["name"]: r for r in ws.report("range").to_pylist()}
+    unattributed = got.pop("[unattributed]")
+    want = expected["attribution"]["by_name"]
+    assert {n: (r["instances"], r["own_kernel_ns"], r["other_kernel_ns"]) for n, r in got.items()} == \
+        {n: (w["instances"], w["own_kernel_ns"], w["other_kernel_ns"]) for n, w in want.items()}
+    assert (unattributed["kernels"], unattributed["gpu_kernel_ns"]) == \
+        (expected["attribution"]["unattributed"]["kernels"], expected["attribution"]["unattributed"]["kernel_ns"])
+    assert got["Backward"]["gpu_kernel_ns"] == expected["attribution"]["backward_kernel_ns"]
+    assert got["Backward"]["other_kernel_ns"] > 10 * got["Backward"]["own_kernel_ns"] > 0
+
+
+def test_real_traces_own_and_other_thread_per_range(real_ws):
+    """tests/brute_attribution.py (an independent implementation of the rule over sqlite3, shared
+    with the generator's tests) against range_gpu's own/other split on every real trace here."""
+    from .brute_attribution import attribution
+
+    for rel in REAL:
+        path = trace_file(rel)
+        want = {k: (w.own_kernel_ns, w.other_kernel_ns) for k, w in attribution(path)["ranges"].items()
+                if w.own_kernels or w.other_kernels}
+        [tid] = [r["trace_id"] for r in rows(real_ws, "SELECT trace_id FROM trace WHERE path = ?",
+                                              [str(path.resolve())])]
+        got = {}
+        for r in rows(real_ws, """
+                SELECT n.pid, n.tid, n.ts, n.ts + n.dur AS rend, n.name, g.own_kernel_ns, g.other_kernel_ns
+                FROM range_gpu g JOIN nvtx_range n USING (trace_id, range_id)
+                WHERE g.trace_id = ? AND g.kernels > 0""", [tid]):
+            key = (r["pid"], r["tid"], r["ts"], r["rend"], r["name"])
+            own, other = got.get(key, (0, 0))
+            got[key] = (own + r["own_kernel_ns"], other + r["other_kernel_ns"])
+        assert got == want, rel
