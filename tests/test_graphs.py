@@ -271,20 +271,21 @@ def test_every_layout_produces_the_graph_columns(layout):
         assert got == {c.name for c in contract_docs()[table].columns} - added, (layout, table)
 
 
-def test_a_workspace_made_before_graph_tables_reads_them_empty(tmp_path):
+def test_upgrading_a_workspace_made_before_graph_tables_fills_them(tmp_path):
+    """A workspace of contract 1 had no graph tables: it is refused until `upgrade`, which reads
+    the source again and fills them (tests/test_upgrade.py builds real contract-1 workspaces)."""
     db = tmp_path / "ws.duckdb"
     traceql.ingest([build(tmp_path / "graphs.sqlite")], db=db)
     con = duckdb.connect(str(db))
-    con.execute("DROP TABLE graph_exec")
-    con.execute("DROP TABLE graph_event")
+    for table in ("graph_exec", "graph_event", "workspace_version"):
+        con.execute(f"DROP TABLE {table}")
     con.close()
-    with traceql.open(db) as w:
-        assert rows(w, "SELECT count(*) AS n FROM graph_exec") == [{"n": 0}]
-        assert "[CUDA graph 1]" not in {r["name"] for r in w.report("gpu", recompute=True).to_pylist()}
-    # the next ingest creates them and fills them for the trace it reads
-    traceql.ingest([tmp_path / "graphs.sqlite"], db=db)
+    with pytest.raises(traceql.StaleWorkspaceError):
+        traceql.open(db)
+    traceql.upgrade(db)
     with traceql.open(db) as w:
         assert rows(w, "SELECT count(*) AS n FROM graph_exec") == [{"n": 2}]
+        assert "[CUDA graph 1]" in {r["name"] for r in w.report("gpu", recompute=True).to_pylist()}
 
 
 def test_graph_statements_join_linearly(tmp_path, monkeypatch):

@@ -80,7 +80,8 @@ def error_of(proc) -> str:
      "SQL: no view CUPTI_ACTIVITY_KIND_KERNEL; did you mean kernel? (traceql's view of that profiler table; "
      "see traceql schema kernel)"),
     ("SELECT * FROM zzz",
-     "SQL: no view zzz; views: trace, device, thread, api_call, kernel, memcpy, memset, nvtx_range, nvtx_mark, "),
+     "SQL: no view zzz; views: trace, device, thread, api_call, kernel, memcpy, memset, graph_exec, graph_event, "
+                                   "nvtx_range, nvtx_mark, "),
     ("DROP TABLE kernel",
      "SQL: DROP TABLE is not a query: it can change the workspace or write files; add --write to run it"),
     ("SELECT 1 FROM kernel WHERE ts > AND",

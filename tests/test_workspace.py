@@ -164,55 +164,6 @@ def test_nsys_and_nvprof_files_in_one_ingest(tmp_path):
         {"trace_id": 1, "n": 38}, {"trace_id": 2, "n": 5}, {"trace_id": 3, "n": 284}]
 
 
-def test_workspace_of_an_earlier_version_without_the_stored_totals(tmp_path):
-    """A workspace made before device_busy and unattributed_gpu existed: reads compute them on
-    the fly with the same answers, and the next ingest stores them for the traces already there."""
-    import sqlite3
-
-    import duckdb
-
-    from traceql.resources import REDERIVABLE_TABLES
-
-    assert REDERIVABLE_TABLES == ("device_busy", "unattributed_gpu")
-    src = tmp_path / "attribution.sqlite"  # one GPU operation launched outside every range
-    con = sqlite3.connect(src)
-    con.executescript((REPO / "fixtures" / "nsys_attribution.sql").read_text())
-    con.close()
-    fresh, old = tmp_path / "fresh.duckdb", tmp_path / "old.duckdb"
-    traceql.ingest([src], db=fresh)
-    traceql.ingest([src], db=old)
-    con = duckdb.connect(str(old))
-    for name in REDERIVABLE_TABLES:
-        con.execute(f"DROP TABLE {name}")
-    con.close()
-
-    def answers(ws, trace_id=None):
-        where = "" if trace_id is None else f" WHERE trace_id = {trace_id}"
-        return ([ws.query("gpu_busy", trace_id=trace_id), ws.report("range", trace_id=trace_id)]
-                + [ws.sql(f"SELECT * FROM {name}{where} ORDER BY ALL") for name in REDERIVABLE_TABLES])
-
-    def stored(ws):
-        return ws.sql("SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY 1").column(0).to_pylist()
-
-    with traceql.open(fresh) as ws:
-        expected = answers(ws)
-        assert ws.sql("SELECT ops, kernels, kernel_ns FROM unattributed_gpu").to_pylist() == \
-            [{"ops": 1, "kernels": 1, "kernel_ns": 100}]
-    with traceql.open(old) as ws:
-        assert not set(REDERIVABLE_TABLES) & set(stored(ws))
-        for got, want in zip(answers(ws), expected):
-            assert got.equals(want)
-    traceql.ingest([nsys_stub(tmp_path / "k.sqlite")], db=old)  # trace 2: one kernel, no launching call
-    with traceql.open(old) as ws:
-        assert set(REDERIVABLE_TABLES) <= set(stored(ws))
-        for got, want in zip(answers(ws, trace_id=1), expected):
-            assert got.equals(want)
-        assert ws.sql("SELECT trace_id, ops FROM device_busy WHERE trace_id = 2").to_pylist() == \
-            [{"trace_id": 2, "ops": 1}]
-        assert ws.sql("SELECT trace_id, ops FROM unattributed_gpu WHERE trace_id = 2").to_pylist() == \
-            [{"trace_id": 2, "ops": 1}]
-
-
 @pytest.mark.parametrize("limit", [None, "1GB"])
 def test_ingest_memory_settings(tmp_path, monkeypatch, limit):
     """The default memory limit comes with a 1.5 GB block-allocator budget (traceql/ingest.py

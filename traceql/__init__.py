@@ -11,11 +11,12 @@ import types
 
 __version__ = "0.1.0"
 
-from .errors import (InputError, TraceqlError, UnsupportedVersionError,  # noqa: E402
-                     UsageError, WorkspaceError)
+from .errors import (InputError, NewerWorkspaceError, StaleWorkspaceError, TraceqlError,  # noqa: E402
+                     UnsupportedVersionError, UsageError, WorkspaceError)
 
-__all__ = ["ingest", "open", "Workspace", "TraceqlError", "InputError", "UsageError",
-           "UnsupportedVersionError", "WorkspaceError", "__version__"]
+__all__ = ["ingest", "open", "upgrade", "Workspace", "TraceqlError", "InputError", "UsageError",
+           "UnsupportedVersionError", "WorkspaceError", "StaleWorkspaceError", "NewerWorkspaceError",
+           "__version__"]
 
 
 # ingest, open and Workspace are imported on first use: `import traceql` (and with it every
@@ -24,6 +25,8 @@ __all__ = ["ingest", "open", "Workspace", "TraceqlError", "InputError", "UsageEr
 def __getattr__(name: str):
     if name == "ingest":
         from .ingest import ingest as value
+    elif name == "upgrade":
+        from .upgrade import upgrade as value
     elif name in ("open", "Workspace"):
         from . import workspace
 
@@ -40,9 +43,9 @@ def __dir__():
 
 class _Package(types.ModuleType):
     def __setattr__(self, name, value):
-        # Importing the submodule traceql.ingest binds it to the package as `ingest`; the
-        # name stays the function, as it was when this file imported it eagerly.
-        if name == "ingest" and isinstance(value, types.ModuleType):
+        # Importing the submodule traceql.ingest (traceql.upgrade) binds it to the package as
+        # `ingest`; the name stays the function, as it was when this file imported it eagerly.
+        if name in ("ingest", "upgrade") and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
 

@@ -90,6 +90,39 @@ def ingest(obj: Context, files):
 
 
 @cli.command()
+@click.pass_obj
+def upgrade(obj: Context):
+    """Bring a workspace written by an older traceql to this version's contract.
+
+    \b
+    A workspace records the contract version (views, columns, attribution rules) its rows were
+    computed under; every other command refuses an older one (exit 6) and says so. upgrade
+    rewrites it in a temporary copy that replaces it only when everything succeeded, keeping
+    the trace ids: each trace is read again from its source file when that file is still
+    there and unchanged (same size and SHA-256), else computed again from the rows the
+    workspace holds (what only the source holds stays empty; ingest_stats says so).
+    schemas/CHANGELOG.md lists what each contract version changed.
+    """
+    from .contract import CONTRACT_VERSION
+    from .upgrade import upgrade as run_upgrade
+
+    progress = for_stderr()
+    try:
+        old, done = run_upgrade(obj.db, progress=progress, on_wait=say_wait)
+    finally:
+        if progress:
+            progress.close()
+    if old == CONTRACT_VERSION:
+        click.echo(f"{obj.db}: already at contract version {CONTRACT_VERSION}; nothing to do")
+        return
+    for t in done:
+        how = "read again from its source" if t.read_again else f"computed from the workspace's rows: {t.reason}"
+        click.echo(f"trace {t.trace_id}: {how}")
+    click.echo(f"upgraded {obj.db} from contract version {old} to {CONTRACT_VERSION} "
+               f"({len(done)} trace{'' if len(done) == 1 else 's'})")
+
+
+@cli.command()
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_obj
 def info(obj: Context, fmt):

@@ -37,3 +37,17 @@ class WorkspaceError(TraceqlError):
     """The workspace database cannot be opened, written or locked."""
 
     exit_code = 5
+
+
+class StaleWorkspaceError(WorkspaceError):
+    """The workspace was written under an older contract version: `traceql upgrade` brings it
+    forward. Its own exit code, so that scripts can tell it apart."""
+
+    exit_code = 6
+
+
+class NewerWorkspaceError(WorkspaceError):
+    """The workspace was written by a newer traceql, under a contract version this one does
+    not know."""
+
+    exit_code = 6

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import os
 import shutil
 import sqlite3
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
@@ -30,7 +32,8 @@ from .progress import as_progress
 from .pytorch import prepare_kernel_op
 from .reader import stage
 from . import stored
-from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, REDERIVABLE_TABLES, read_schema, schema_exists
+from . import contract
+from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
 
 # Adapter views each layout provides, in the order they are created. A layout folder
 # (schemas/nsys/<layout>/) may override any file of schemas/nsys/common/.
@@ -84,22 +87,23 @@ def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path) -> None:
     con.execute("SET VARIABLE nvtx_depth_cap = ?", [NVTX_DEPTH_CAP])
 
 
-def create_contract(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the contract tables and views in a workspace that lacks them. A workspace made
-    by an earlier version gets the tables of REDERIVABLE_TABLES filled for the traces it holds."""
-    existing = {r[0] for r in con.execute(
+def existing_objects(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The tables and views of the workspace open on con."""
+    return {r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
         "UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database()").fetchall()}
+
+
+def create_contract(con: duckdb.DuckDBPyConnection, db: Path | None = None) -> None:
+    """Create the contract tables and views in a new workspace. An existing workspace must be
+    of this traceql's contract version (traceql.contract): ingest never changes the rows of an
+    older one under rules they were not computed with; `traceql upgrade` does that."""
+    existing = existing_objects(con)
+    if "trace" in existing:
+        contract.check(con, db)
     for name in CONTRACT_TABLES + CONTRACT_VIEWS:
         if name not in existing:
             con.execute(read_schema(f"contract/{name}.sql"))
-    if "trace" not in existing:
-        return
-    con.execute("SET VARIABLE trace_id = NULL")  # the derivations cover every trace
-    for name in REDERIVABLE_TABLES:
-        if name not in existing:
-            con.execute(read_schema(f"derive/{name}.sql"))
-            con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM derived_{name}")
 
 
 def raw_ddl(layout: str) -> str:
@@ -182,6 +186,35 @@ def _errors_of(path: Path):
         raise
 
 
+class FileDigest(threading.Thread):
+    """The SHA-256 of a file, computed in a background thread (hashlib releases the GIL): the
+    identity `traceql upgrade` checks before it reads a trace's source file again. result()
+    waits for it; None when the file could not be read."""
+
+    def __init__(self, path: Path):
+        super().__init__(daemon=True)
+        self.path, self.digest = path, None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.digest = file_sha256(self.path)
+        except OSError:
+            pass
+
+    def result(self) -> str | None:
+        self.join()
+        return self.digest
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
@@ -208,6 +241,22 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
         given[key] = given.get(key, 0) + 1
         if given[key] == 1:
             detected.append(detect(p))
+    check_writable(db)
+    with workspace_lock(db, on_wait=on_wait):
+        results: list[IngestResult] = []
+        with writing_copy(db) as con:
+            create_contract(con, db)
+            for det in detected:
+                with _errors_of(det.path):
+                    results.append(_ingest_one(con, det, progress))
+                if given[det.path.resolve()] > 1:
+                    results[-1].warnings.append(
+                        f"{det.path} was given {given[det.path.resolve()]} times; ingested once")
+        return results
+
+
+def check_writable(db: Path) -> None:
+    """WorkspaceError unless a workspace can be written at DB (new or existing)."""
     if db.exists() and db.is_dir():
         raise WorkspaceError(f"{db}: is a directory, not a workspace file")
     parent = db.resolve().parent
@@ -218,40 +267,40 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
     if db.exists() and not os.access(db, os.W_OK):
         raise WorkspaceError(f"{db}: the workspace file is read-only")
 
-    with workspace_lock(db, on_wait=on_wait):
-        _remove_stale_files(db)
-        tmp = db.with_name(f".{db.name}.ingest-{os.getpid()}.tmp")
-        tmpdir = db.with_name(f".{db.name}.ingest-{os.getpid()}.spill")
-        results: list[IngestResult] = []
+
+@contextlib.contextmanager
+def writing_copy(db: Path):
+    """A connection (configured for ingest) to a temporary copy of workspace DB, or to a new
+    file when there is none yet. When the block succeeds the copy is stamped with this
+    contract version, checkpointed and renamed over DB; when it fails or is interrupted
+    (kill -9 included: the next writer removes the leftovers) DB stays exactly as it was.
+    The caller holds the workspace lock."""
+    _remove_stale_files(db)
+    tmp = db.with_name(f".{db.name}.ingest-{os.getpid()}.tmp")
+    tmpdir = db.with_name(f".{db.name}.ingest-{os.getpid()}.spill")
+    try:
+        if db.exists():
+            shutil.copyfile(db, tmp)
+        con = duckdb.connect(str(tmp))
+        if os.environ.get("TRACEQL_TIMING"):
+            con = _TimedConnection(con)
         try:
-            if db.exists():
-                shutil.copyfile(db, tmp)
-            con = duckdb.connect(str(tmp))
-            if os.environ.get("TRACEQL_TIMING"):
-                con = _TimedConnection(con)
-            try:
-                configure(con, tmpdir)
-                create_contract(con)
-                for det in detected:
-                    with _errors_of(det.path):
-                        results.append(_ingest_one(con, det, progress))
-                    if given[det.path.resolve()] > 1:
-                        results[-1].warnings.append(
-                            f"{det.path} was given {given[det.path.resolve()]} times; ingested once")
-                con.execute("CHECKPOINT")
-            finally:
-                con.close()
-            os.replace(tmp, db)
-        except duckdb.IOException as exc:
-            raise WorkspaceError(f"{db}: cannot write the workspace ({str(exc).splitlines()[0]})") from None
-        except OSError as exc:  # copying or renaming the workspace: disk full, permissions
-            raise WorkspaceError(f"{db}: cannot write the workspace ({exc.strerror or exc})") from None
+            configure(con, tmpdir)
+            yield con
+            contract.write_version(con)
+            con.execute("CHECKPOINT")
         finally:
-            for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(leftover)
-            shutil.rmtree(tmpdir, ignore_errors=True)
-        return results
+            con.close()
+        os.replace(tmp, db)
+    except duckdb.IOException as exc:
+        raise WorkspaceError(f"{db}: cannot write the workspace ({str(exc).splitlines()[0]})") from None
+    except OSError as exc:  # copying or renaming the workspace: disk full, permissions
+        raise WorkspaceError(f"{db}: cannot write the workspace ({exc.strerror or exc})") from None
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(leftover)
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> IngestResult:
@@ -282,6 +331,7 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
         progress.update(steps if step == "done" else stage_total[0] + FILL_STEPS.index(step), steps,
                         step if step == "done" else f"building {step}")
 
+    hashing = FileDigest(path)  # in a thread, while DuckDB reads the file
     _drop_temp_objects(con)  # the previous file's adapter views and tables (another format may differ)
     con.execute("ATTACH ':memory:' AS raw")
     try:
@@ -295,7 +345,7 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
         _fill(con, trace_id, deriving)
         deriving("diagnostics")
         _add_stats(con, trace_id, det, report, result, source_stats)
-        _add_trace_row(con, trace_id, det, path, utc)
+        _add_trace_row(con, trace_id, det, path, utc, hashing.result())
         deriving("stored reports")
         stored.store(con, trace_id)
         deriving("done")
@@ -376,11 +426,21 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
                 [trace_id])
     _free_staging(con)
 
-    # correlation: launching calls, enclosing ranges, per-range GPU work (schemas/derive/)
+    derive(con, trace_id, step)
+
+
+# The contract tables computed from other contract tables alone, in order (schemas/derive/):
+# launching calls, enclosing ranges, per-range GPU work, PyTorch ops and their kernels with FLOPs
+# and bytes (traceql/pytorch.py), GPU peaks, busy time, the unattributed totals.
+DERIVED_TABLES = ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
+                  "unattributed_gpu")
+
+
+def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
+    """Fill DERIVED_TABLES for trace TRACE_ID from its source-derived contract rows (ingest, and
+    traceql upgrade when a trace's source file is gone). Needs the raw staging catalog attached."""
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
-    # PyTorch ops, their kernels with FLOPs and bytes, GPU peaks (traceql/pytorch.py)
-    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
-                  "unattributed_gpu"):
+    for table in DERIVED_TABLES:
         step(table)
         if table == "kernel_op":
             prepare_kernel_op(con)
@@ -427,7 +487,7 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
     result.warnings += [d for _, _, s, d in rows if s == "warning" and d not in result.warnings]
 
 
-def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | None) -> None:
+def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | None, sha256: str | None) -> None:
     meta = det.metadata
     normalize = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or meta.get("EXPORT_TIME_NORMALIZE") or "").lower()
     shift = meta.get("EXPORT_CONFIG_TIME_SHIFT") or meta.get("EXPORT_PARAM_TIME_SHIFT") or "0"
@@ -445,12 +505,12 @@ def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | Non
         offset = None if utc is None else utc - shift
     con.execute(
         "INSERT INTO trace BY NAME SELECT "
-        "?::INTEGER AS trace_id, ? AS path, ?::BIGINT AS file_size, ? AS source_format, "
+        "?::INTEGER AS trace_id, ? AS path, ?::BIGINT AS file_size, ? AS file_sha256, ? AS source_format, "
         "? AS exporter_version, ? AS schema_version, ? AS layout, ? AS host, NULL AS rank, "
         "? AS clock, ?::BIGINT AS start_utc_ns, ?::BIGINT AS utc_offset_ns, ?::BIGINT AS start_ts, "
         "?::BIGINT AS end_ts, ?::BIGINT - ?::BIGINT AS duration, "
         "?::TIMESTAMP AS ingested_at, ? AS traceql_version",
-        [trace_id, str(path), path.stat().st_size, det.source_format, det.exporter_version,
+        [trace_id, str(path), path.stat().st_size, sha256, det.source_format, det.exporter_version,
          det.schema_version, det.layout, meta.get("EXPORT_HOST"), clock, utc, offset,
          start_ts, end_ts, end_ts, start_ts,
          datetime.now(timezone.utc).replace(tzinfo=None), __version__])

@@ -15,18 +15,6 @@ CONTRACT_TABLES = (
 )
 CONTRACT_VIEWS = ("gpu_op",)
 
-# Contract tables that ingest computes from other contract tables alone (schemas/derive/<name>.sql,
-# whose view covers every trace when the trace_id variable is unset), added after workspaces
-# were made with earlier versions. A workspace that lacks one reads it as a view over those
-# tables, computed at each query (traceql.workspace); the next ingest into it stores it for the
-# traces it already holds (traceql.ingest.create_contract).
-REDERIVABLE_TABLES = ("device_busy", "unattributed_gpu")
-
-# Contract tables filled from the source files, added after workspaces were made with earlier
-# versions. A workspace that lacks one reads it as an empty view, so that the queries reading it
-# run (its traces were ingested without it: ingesting them again fills it).
-LATER_SOURCE_TABLES = ("graph_exec", "graph_event")
-
 # A deterministic row order for every contract table and view (export, golden files).
 ROW_ORDER = {
     "trace": "trace_id", "device": "trace_id, device_id", "thread": "trace_id, pid, tid",

@@ -34,8 +34,11 @@ REGISTRY = "stored_report"
 
 
 def fingerprint(by: str, q: library.Query) -> str:
-    """A hash of what the stored rows were computed with: the report's SQL and its defaults."""
-    text = q.sql + "\n" + repr(sorted(_default_bound(by, q).items()))
+    """A hash of what the stored rows were computed with: the report's SQL, its defaults and the
+    contract version (traceql.contract) of the tables it read."""
+    from .contract import CONTRACT_VERSION
+
+    text = f"contract {CONTRACT_VERSION}\n" + q.sql + "\n" + repr(sorted(_default_bound(by, q).items()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from . import contract
 from .errors import UsageError, WorkspaceError
-from .resources import (CONTRACT_TABLES, CONTRACT_VIEWS, LATER_SOURCE_TABLES, REDERIVABLE_TABLES, ROW_ORDER,
-                        contract_types, read_schema)
+from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
 
 DEFAULT_DB = "traceql.duckdb"
 
@@ -55,17 +55,10 @@ class Workspace:
                 from .lock import workspace_lock
 
                 self._held.enter_context(workspace_lock(self.path, on_wait=on_wait, activity="sql --write"))
-            tables = self._connect()
+            self._connect()
         except BaseException:
             self._held.close()
             raise
-        for name in REDERIVABLE_TABLES:
-            if name not in tables:  # made by an earlier version: computed at each query instead
-                self._derive_on_the_fly(name)
-        for name in LATER_SOURCE_TABLES:
-            if name not in tables:  # made by an earlier version: no rows
-                columns = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in contract_types()[name])
-                self.con.execute(f"CREATE TEMP VIEW {name} AS SELECT {columns} WHERE false")
 
     def _connect(self) -> set[str]:
         """Open self.con; the names of the workspace's tables."""
@@ -80,17 +73,12 @@ class Workspace:
         if "trace" not in tables:
             self.con.close()
             raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
+        try:  # rows computed under another contract version are not read (traceql upgrade)
+            contract.check(self.con, self.path)
+        except BaseException:
+            self.con.close()
+            raise
         return tables
-
-    def _derive_on_the_fly(self, name: str) -> None:
-        """A contract table this workspace lacks, as a temporary view over the tables it is
-        derived from (the same answers, at the cost of computing them at each query). Left
-        missing when the workspace lacks those too."""
-        try:
-            self.con.execute(read_schema(f"derive/{name}.sql"))
-            self.con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM derived_{name}")
-        except duckdb.CatalogException:
-            pass
 
     def close(self) -> None:
         try:
@@ -129,6 +117,7 @@ class Workspace:
             from . import stored
 
             stored.forget(self.con)
+            contract.write_version(self.con)
         return table
 
     def execute(self, query, params=None):

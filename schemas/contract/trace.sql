@@ -3,6 +3,7 @@ CREATE TABLE trace (
     trace_id          INTEGER NOT NULL, -- id of the trace in this workspace, stable when the same file is re-ingested
     path              VARCHAR NOT NULL, -- absolute path of the source file at ingest time
     file_size         BIGINT,           -- size of the source file in bytes
+    file_sha256       VARCHAR,          -- SHA-256 of the source file's bytes at ingest (hex): traceql upgrade reads the file again only when it still matches
     source_format     VARCHAR NOT NULL, -- 'nsys' (Nsight Systems SQLite export) or 'nvprof' (nvprof SQLite database)
     exporter_version  VARCHAR,          -- version of the tool that wrote the file (EXPORT_PRODUCT_VERSION); NULL when the file does not say
     schema_version    VARCHAR,          -- export schema version stored in the file (EXPORT_SCHEMA_VERSION, nvprof Version); NULL when absent

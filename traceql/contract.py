@@ -1,0 +1,72 @@
+"""The contract version of a workspace: which version of the views, columns and attribution
+rules its rows were computed under.
+
+Every workspace records it in its `workspace_version` table (one row), written when the
+workspace is created and on every write (ingest, `sql --write`, `upgrade`, `rm`). A traceql
+reads only workspaces of its own version: an older one is stale (its derived tables follow
+rules this version changed) and `traceql upgrade` brings it forward; a newer one is refused.
+A workspace without the table was written before versions were recorded: contract 1.
+
+Every change to a view, column or rule that users see bumps CONTRACT_VERSION, with a section
+in schemas/CHANGELOG.md and an entry in CHANGES below (what a user of an older workspace is
+told), and traceql/upgrade.py learns to bring the previous version forward.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import duckdb
+
+from . import __version__
+from .errors import NewerWorkspaceError, StaleWorkspaceError
+
+CONTRACT_VERSION = 2
+
+# version -> what changed in it, one line, for the message on a stale workspace
+CHANGES = {
+    2: "attribution: a range holds the GPU work of every thread of its process (op_range, range_gpu with "
+       "own/other-thread kernel time, the range report); nvtx_range.group_name and paths of grouping names; "
+       "a depth cap; graph_exec, graph_event, memcpy/memset.graph_id; trace.file_sha256",
+}
+
+TABLE = "workspace_version"
+
+DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+    contract_version  INTEGER NOT NULL,
+    traceql_version   VARCHAR NOT NULL,
+    written_at        TIMESTAMP NOT NULL
+)"""
+
+
+def read_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The contract version of the workspace open on con (1 when it records none)."""
+    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                        "AND table_name = ?", [TABLE]).fetchone()[0]
+    if not found:
+        return 1
+    row = con.execute(f"SELECT max(contract_version) FROM {TABLE}").fetchone()
+    return int(row[0]) if row and row[0] is not None else 1
+
+
+def write_version(con: duckdb.DuckDBPyConnection) -> None:
+    """Record that the workspace on con holds this version's contract (after a write)."""
+    con.execute(DDL)
+    con.execute(f"DELETE FROM {TABLE}")
+    con.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?)",
+                [CONTRACT_VERSION, __version__, datetime.now(timezone.utc).replace(tzinfo=None)])
+
+
+def check(con: duckdb.DuckDBPyConnection, path) -> None:
+    """Raise StaleWorkspaceError or NewerWorkspaceError unless the workspace is of this version."""
+    version = read_version(con)
+    if version < CONTRACT_VERSION:
+        changed = "; ".join(f"{v}: {CHANGES[v]}" for v in range(version + 1, CONTRACT_VERSION + 1))
+        raise StaleWorkspaceError(
+            f"{path}: workspace of contract version {version}, this traceql reads version {CONTRACT_VERSION} "
+            f"(changed in {changed}); run 'traceql --db {path} upgrade' to bring it forward "
+            "(nothing is changed until you do)")
+    if version > CONTRACT_VERSION:
+        raise NewerWorkspaceError(
+            f"{path}: workspace of contract version {version}, written by a newer traceql; this traceql "
+            f"({__version__}) reads version {CONTRACT_VERSION}: update traceql")
