@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: demo test bench bench-scaling fuzz clean
+.PHONY: demo test bench bench-scaling bench-small fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,4 +50,10 @@ bench-scaling: $(STAMP)
 	$(PY) bench/scaling.py --wait-load $(BENCH_LOAD) --wait-max $(BENCH_WAIT)
 
 clean:
+# Everyday traces (bench/small.py): ingest, start-up and every report as commands on the three
+# largest real exports in ../shared/traces, next to nsys-ai (its venv from `make bench`) and
+# SQLite; writes bench/SMALL.md.
+bench-small: $(STAMP)
+	$(PY) bench/small.py --runs 5 --wait-load $(BENCH_LOAD) --out bench/SMALL.md --json bench/data/small.json
+
 	rm -rf $(VENV) build .pytest_cache

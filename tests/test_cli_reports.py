@@ -60,7 +60,7 @@ def test_summary_in_nvprof_layout(db):
     doc = json.loads(run(db, "summary", "--format", "json", "--limit", "1"))
     assert [r["section"] for r in doc["rows"]] == ["GPU activities", "API calls"]
     assert run(db, "summary", "--unit", "ms").splitlines()[1] == \
-        "  span: 1.903244 ms from the first to the last event of any kind"
+        "  span: 1.903 ms from the first to the last event of any kind"
 
 
 def test_reports_and_shared_options(db, tmp_path):
@@ -82,7 +82,7 @@ def test_reports_and_shared_options(db, tmp_path):
     assert float(memcpy[0]["gb_per_s"]) == pytest.approx(int(memcpy[0]["total_bytes"]) / int(memcpy[0]["total_ns"]))
 
     table = run(db, "report", "--by", "device", "--unit", "us")
-    assert "Busy(%) of trace span" in table and "busy_us" in table and "1615.705" in table
+    assert "Busy(%) of trace span" in table and "busy_us" in table and "1,615.7" in table
 
     for by in ("api", "memset", "gpu", "stream", "thread", "launch", "range"):
         assert json.loads(run(db, "report", "--by", by, "--format", "json")), by

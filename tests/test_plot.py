@@ -187,3 +187,44 @@ def test_real_trace_op_plot(tmp_path):
     assert [label.split("  (")[0] for label in labels(fig)] == [r["op"] for r in sorted(
         ops, key=lambda r: -((r["fwd_ns"] or 0) + (r["bwd_ns"] or 0)) / r["calls"])][:20]
     assert png_size(tmp_path / "op.png")[0] >= 800
+
+
+def test_kernel_labels_keep_where_names_differ():
+    from traceql.plot import _labels
+
+    base = "at::native::vectorized_elementwise_kernel<(int)4, at::native::{}<float, float, float>, " \
+           "std::array<char *, (unsigned long)3>>"
+    names = [base.format(f) for f in ("BinaryFunctor", "CUDAFunctor_add", "BUnaryFunctor")]
+    out = _labels(names, [1, 2, 3], "{} calls", width=70)
+    assert len(set(out)) == 3 and not any("#" in label for label in out)
+    for label, word in zip(out, ("BinaryFunctor", "CUDAFunctor_a", "BUnaryFunctor")):
+        assert word in label and len(label.split("  (")[0]) <= 70
+
+
+def test_an_outlier_is_cut_or_drawn_on_a_log_axis(tmp_path):
+    """8 s of ncclCommInitRank next to millisecond ranges: on the linear axis its bar is cut
+    (value printed, a note says so) so that the others show; --log draws all to scale."""
+    pytest.importorskip("matplotlib")
+    from traceql.plot import Chart, _draw, _matplotlib, _outlier_cap
+
+    values = [8.15e9, 41.7e6, 11.8e6, 8.6e6, 13.5e3]
+    chart = Chart("t", "sub", [f"r{i}" for i in range(5)], [("CPU", "#1f77b4", values)], [""] * 5)
+    assert _outlier_cap(chart) == pytest.approx(41.7e6 * 1.25)
+    fig = _draw(chart, *_matplotlib())
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert "  8.15 s" in texts and "//" in texts and "cut" in ax.get_title(loc="left")
+    assert ax.get_xlim()[1] < 100  # ms: the axis ends near the second range, not at 8 s
+    chart.log = True
+    fig = _draw(chart, *_matplotlib())
+    assert fig.axes[0].get_xscale() == "log" and "//" not in [t.get_text() for t in fig.axes[0].texts]
+    even = Chart("t", "sub", ["a", "b"], [("CPU", "#1f77b4", [3e6, 1e6])], ["", ""])
+    assert _outlier_cap(even) is None
+
+
+def test_cli_log_option(workspace, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "log.png"
+    proc = cli("--db", str(workspace), "plot", "--by", "kernel", "--log", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert png_size(out)[0] >= 800

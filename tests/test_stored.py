@@ -54,6 +54,22 @@ def test_stored_rows_are_the_computed_rows(real, by):
     assert sum(real.report(by, trace_id=t).num_rows for t in ids) == real.report(by, per_trace=True).num_rows > 0
 
 
+@pytest.mark.parametrize("by", stored.REPORTS)
+def test_a_limit_reads_only_the_first_stored_rows(real, by):
+    """--limit without --sort reads only the first rows of each trace from the stored table
+    (at 1 M kernels `--by range --limit 20` read all 505 k stored rows); the same rows."""
+    q = report_query(by)
+    from traceql import library
+
+    for trace_id, per_trace in [(real.trace_ids()[0], False), (None, True)]:
+        for limit in (0, 1, 3):
+            expected = real.report(by, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=True)
+            assert real.report(by, trace_id=trace_id, per_trace=per_trace, limit=limit).equals(expected)
+            bound = library.bind(q, {**REPORTS[by][1], "trace_id": trace_id, "per_trace": per_trace})
+            rows = stored.load(real.con, by, q, bound, limit=limit)
+            assert rows.num_rows == expected.num_rows, (by, trace_id, limit)
+
+
 def test_summary_reads_the_same_rows(real):
     for trace_id in real.trace_ids():
         a = real.summary(trace_id=trace_id)

@@ -22,6 +22,7 @@ import pytest
 
 import traceql
 from traceql import flops
+from traceql.ingest import NVTX_DEPTH_CAP
 from traceql.resources import read_schema
 
 from .util import REPO, trace_file
@@ -40,6 +41,7 @@ def parse(names: list[str], tid: int = 1) -> list[dict]:
                     [i, tid, 1000 + i, 2 * (n - i) * 10, name, i, i - 1 if i else None])
     con.execute("ATTACH ':memory:' AS raw")
     con.execute("SET VARIABLE trace_id = 1")
+    con.execute("SET VARIABLE nvtx_depth_cap = ?", [NVTX_DEPTH_CAP])  # as ingest sets it
     con.execute(read_schema("derive/torch_op.sql"))
     cur = con.execute("SELECT * FROM derived_torch_op ORDER BY range_id")
     cols = [d[0] for d in cur.description]

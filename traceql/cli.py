@@ -14,19 +14,35 @@ from .progress import for_stderr
 from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
 from .reports import REPORTS, empty_note, report_query
 from .resources import contract_docs
-from .workspace import COUNTED, Workspace, default_db
 
 # Imported where a command needs them, so that the others start faster: traceql.ingest
 # (the ingest machinery) and traceql.sqlcheck (sqlglot).
 
 
 class Context:
-    def __init__(self, db: Path, debug: bool, queries=()):
-        self.db = db
+    def __init__(self, db: Path | None, debug: bool, queries=()):
+        self._db = db
         self.debug = debug
         self.queries = tuple(queries)
+        self.wide = False
+
+    @property
+    def db(self) -> Path:
+        """--db, else $TRACEQL_DB or ./traceql.duckdb (traceql.workspace, and with it DuckDB,
+        imported only by the commands that use a workspace)."""
+        if self._db is None:
+            from .workspace import default_db
+
+            self._db = default_db()
+        return self._db
+
+    @db.setter
+    def db(self, value: Path) -> None:
+        self._db = value
 
     def open(self, write: bool = False, queries=()) -> Workspace:
+        from .workspace import Workspace
+
         return Workspace(self.db, write=write, queries=self.queries + tuple(queries), on_wait=say_wait)
 
 
@@ -39,9 +55,62 @@ QUERIES_HELP = ("A folder of your own queries (NAME.sql, same conventions as the
                 "repeatable, added to $TRACEQL_QUERIES. A name already taken is an error.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", type=click.Path(path_type=Path), default=None,
-              help="Workspace database file [default: $TRACEQL_DB or ./traceql.duckdb].")
+DB_HELP = "Workspace database file [default: $TRACEQL_DB or ./traceql.duckdb]."
+
+
+def _workspace_options() -> list[click.Option]:
+    """--db, --queries and --debug for a command, so that they work after its name too
+    (`traceql ingest x.sqlite --db ws.duckdb`), setting what the same option before it sets."""
+
+    def set_db(ctx, _param, value):
+        if value is not None:
+            ctx.find_object(Context).db = value
+
+    def add_queries(ctx, _param, value):
+        if value:
+            obj = ctx.find_object(Context)
+            obj.queries = obj.queries + tuple(value)
+
+    def set_debug(ctx, _param, value):
+        if value:
+            ctx.find_object(Context).debug = True
+
+    return [click.Option(["--db"], type=click.Path(path_type=Path), default=None, expose_value=False,
+                         callback=set_db, help=DB_HELP),
+            click.Option(["--queries"], multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+                         expose_value=False, callback=add_queries, help=QUERIES_HELP),
+            click.Option(["--debug"], is_flag=True, expose_value=False, callback=set_debug,
+                         help="Show a traceback on errors.")]
+
+
+class _Group(click.Group):
+    def add_command(self, cmd, name=None):
+        have = {opt for p in cmd.params for opt in getattr(p, "opts", ())}
+        cmd.params += [o for o in _workspace_options() if not set(o.opts) & have]
+        super().add_command(cmd, name)
+
+
+def wide_option(f):
+    """--wide: tables for people with every name whole, one line per row (for less -S)."""
+
+    def set_wide(ctx, _param, value):
+        if value:
+            ctx.find_object(Context).wide = True
+
+    return click.option("--wide", is_flag=True, expose_value=False, callback=set_wide,
+                        help="Tables: print names whole and each row on one line, however long "
+                             "(for a pager: | less -S). By default tables fit $COLUMNS or the terminal.")(f)
+
+
+def wide() -> bool:
+    """Whether the command running was given --wide (tables for people: no width limit)."""
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_object(Context) if ctx is not None else None
+    return bool(obj is not None and obj.wide)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", type=click.Path(path_type=Path), default=None, help=DB_HELP)
 @click.option("--queries", "queries", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
               help=QUERIES_HELP)
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
@@ -50,19 +119,26 @@ QUERIES_HELP = ("A folder of your own queries (NAME.sql, same conventions as the
 def cli(ctx, db, queries, debug):
     """Analyze Nsight Systems and nvprof GPU profiler traces with SQL.
 
-    Ingest SQLite exports into a DuckDB workspace, then query the normalized views
-    (kernel, api_call, memcpy, memset, gpu_op, nvtx_range, nvtx_mark, thread, device,
-    trace, ingest_stats) with `traceql sql`, the query library (`traceql queries`,
-    `traceql query NAME`) or from Python with traceql.open().
+    Ingest Nsight Systems SQLite exports and nvprof databases into a DuckDB workspace,
+    then query the normalized views with `traceql sql`, the reports (`traceql report
+    --by ...`, `traceql summary`), the query library (`traceql queries`, `traceql query
+    NAME`) or from Python with traceql.open(). `traceql schema VIEW` describes a view.
+
+    \b
+    Views: trace, device, thread, api_call, kernel, memcpy, memset, graph_exec,
+    graph_event, gpu_op, nvtx_range, nvtx_mark, launch, op_range, range_gpu, torch_op,
+    kernel_op, device_peak, device_busy, unattributed_gpu, ingest_stats.
+
+    The options above (--db, --queries, --debug) are also accepted after the command.
     """
-    ctx.obj = Context(db if db is not None else default_db(), debug, queries)
+    ctx.obj = Context(db, debug, queries)
 
 
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.pass_obj
 def ingest(obj: Context, files):
-    """Load profiler exports (nsys .sqlite) into the workspace.
+    """Load profiler exports (Nsight Systems .sqlite, nvprof .nvvp/.sql) into the workspace.
 
     Several files are added together, all or nothing. A file that is already in the
     workspace (same absolute path) is replaced. The source files are only read.
@@ -79,10 +155,12 @@ def ingest(obj: Context, files):
     for r in results:
         verb = "replaced" if r.replaced else "added"
         det = r.detected
-        version = det.schema_version or "no schema version"
         source = " ".join(filter(None, (det.source_format, det.exporter_version)))
+        version = f"{source} schema {det.schema_version}" if det.schema_version else f"{source}, no schema version"
         click.echo(f"{verb} trace {r.trace_id}: {r.path} "
-                   f"({source} schema {version}, layout {det.layout}) in {r.seconds:.2f} s")
+                   f"({version}, layout {det.layout}) in {r.seconds:.2f} s")
+        from .workspace import COUNTED
+
         click.echo("  " + ", ".join(f"{v} {r.counts[v]:,}" for v in COUNTED if v in r.counts))
         for w in r.warnings:
             click.echo(f"  warning: {w}")
@@ -141,8 +219,12 @@ def info(obj: Context, fmt):
         if r["host"]:
             click.echo(f"  host     {r['host']}")
         click.echo(f"  GPUs     {', '.join(r['gpus']) or 'none'}")
-        click.echo(f"  span     {human_ns(r['duration'])} from ts {r['start_ts']} to {r['end_ts']} "
-                   f"({r['clock']} clock)")
+        if r["start_ts"] is None:
+            click.echo("  span     none: the export holds no event with a time (no kernels, copies, API calls "
+                       "or NVTX ranges)")
+        else:
+            click.echo(f"  span     {human_ns(r['duration'])} from ts {r['start_ts']} to {r['end_ts']} "
+                       f"({r['clock']} clock)")
         click.echo("  rows     " + ", ".join(f"{k} {v:,}" for k, v in r["counts"].items()))
         for w in r["warnings"]:
             click.echo(f"  warning  {w}")
@@ -183,6 +265,7 @@ else text; DuckDB binds them, they never become part of the SQL text.
 @click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
               help="table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@wide_option
 @click.pass_obj
 def sql(obj: Context, query, file, params, dialect, write, fmt, output):
     from .sqlcheck import parse_params
@@ -190,8 +273,8 @@ def sql(obj: Context, query, file, params, dialect, write, fmt, output):
     text = read_sql(query, file)
     values = parse_params(params)
     with obj.open(write=write) as ws:
-        table = ws.sql(text, values or None, dialect=dialect)
-    emit_raw(table, fmt, output)
+        table = ws.sql(text, values or None, dialect=dialect, batches=True)
+        emit_raw(table, fmt, output)
 
 
 def read_sql(query: str | None, file: Path | None) -> str:
@@ -213,11 +296,12 @@ def read_sql(query: str | None, file: Path | None) -> str:
 
 
 def emit_raw(table, fmt, output) -> None:
-    """Print or write a result as it is (no unit conversion): sql and query."""
+    """Print or write a result as it is (no unit conversion): sql and query. table: a
+    pyarrow Table or RecordBatchReader (written as it is read)."""
     if fmt == "parquet":
         emit(table, fmt, output)
     elif output is None:
-        render(table, fmt)
+        render(table, fmt, wide=wide())
     else:
         with open(output, "w", encoding="utf-8", newline="") as fh:
             render(table, fmt, fh)
@@ -262,6 +346,7 @@ def queries_cmd(obj: Context, name, queries):
 @click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
               help="table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@wide_option
 @click.pass_obj
 def query_cmd(obj: Context, name, params, queries, fmt, output):
     """Run a query of the library (see `traceql queries`) with --param values, e.g.
@@ -273,7 +358,7 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
     values = parse_params(params)
     with obj.open(queries=queries) as ws:
         table = ws.query(name, **values)
-    emit_raw(table, fmt, output)
+        emit_raw(table, fmt, output)
 
 
 @cli.command()
@@ -318,14 +403,14 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrit
         if progress:
             progress.close()
     if fmt != "perfetto":
-        click.echo(f"wrote {len(files)} files to {out_dir}")
+        click.echo(f"wrote {len(files)} {plural(len(files), 'file')} to {out_dir}")
         return
     window = ""
     if result.start is not None or result.end is not None:
         window = f" from ts {'start' if result.start is None else result.start} to {'end' if result.end is None else result.end}"
-    labels = {"range": "NVTX ranges", "async": "start/end ranges", "mark": "NVTX marks", "api": "API calls",
-              "kernel": "kernels", "memcpy": "copies", "memset": "memsets", "flow": "launch arrows"}
-    parts = ", ".join(f"{result.counts[kind]:,} {label}" for kind, label in labels.items() if result.counts.get(kind))
+    labels = {"range": "NVTX range", "async": "start/end range", "mark": "NVTX mark", "api": "API call",
+              "kernel": "kernel", "memcpy": "copy", "memset": "memset", "flow": "launch arrow"}
+    parts = ", ".join(f"{n:,} {plural(n, label)}" for kind, label in labels.items() if (n := result.counts.get(kind)))
     click.echo(f"wrote trace {result.trace_id}{window} to {out_dir}: {parts or 'no events'}")
     if result.overlap_tracks:
         click.echo(f"  {result.overlap_tracks} extra track(s) hold events that partly overlap others on their thread or stream")
@@ -365,9 +450,11 @@ give times in ns; tables show readable units, or --unit.
                    "(kernel, api_call, memcpy, memset, gpu_op, nvtx_range; see `traceql schema VIEW`), "
                    "e.g. \"name LIKE '%gemm%' AND dur > 10000\".")
 @click.option("--sort", default=None, metavar="COLUMN[:asc|:desc]",
-              help="Order by this column of the report (numbers descending, text ascending by default).")
+              help="Order by this column of the report, named as in csv output (avg_ns) or as the table header "
+                   "shows it (avg, avg_ms, Time(%)); numbers descending, text ascending by default.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows (per trace with --per-trace).")
-@click.option("-c", "--columns", default=None, metavar="COL,COL", help="Only these columns, in this order.")
+@click.option("-c", "--columns", default=None, metavar="COL,COL",
+              help="Only these columns, in this order (names as for --sort).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
               help="table for people (readable time units); csv, tsv, json, markdown, parquet for machines (ns).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
@@ -394,6 +481,7 @@ give times in ns; tables show readable units, or --unit.
 @click.option("--recompute", is_flag=True,
               help="Compute the report from the tables even when ingest stored it (kernel, api, gpu and range "
                    "with their default options store one per trace; the rows are the same).")
+@wide_option
 @click.pass_context
 def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
            max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps, recompute):
@@ -432,6 +520,7 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
               help="Times in this unit in --format table or markdown (default: nvprof's 5 significant digits).")
 @click.option("--recompute", is_flag=True,
               help="Compute the sections from the tables even when ingest stored them (the rows are the same).")
+@wide_option
 @click.pass_obj
 def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompute):
     """An nvprof-style overview: each trace's span, its GPUs and their busy share of the span,
@@ -450,7 +539,7 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompu
     if fmt == "parquet":
         emit(result.rows, fmt, output)
     elif output is None:
-        render_summary(result, fmt, unit=unit)
+        render_summary(result, fmt, unit=unit, wide=wide())
     else:
         with open(output, "w", encoding="utf-8", newline="") as fh:
             render_summary(result, fmt, fh, unit=unit)
@@ -471,8 +560,11 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompu
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
               help="The N largest groups of bars.")
 @click.option("--title", default=None, help="Title of the figure [default: the trace's file name].")
+@click.option("--log", is_flag=True,
+              help="A logarithmic time axis. Without it, a group of bars more than 8 times longer than the "
+                   "next is cut (its value printed) so that the others stay visible.")
 @click.pass_obj
-def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title):
+def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title, log):
     """Draw a report as a bar chart (needs matplotlib: pip install 'traceql[plot]').
 
     \b
@@ -480,10 +572,12 @@ def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title):
     kernel time and memcpy time of the work launched inside it, at any depth, like the
     K-FAC profiling figure; --match fwd --match bwd picks ranges, as in `report --by range`.
     """
+    _allow_numpy()  # matplotlib needs it
     from .plot import plot as draw
 
     with obj.open() as ws:
-        draw(ws, by, output, trace_id=trace_id, match=match, domain=domain, stat=stat, limit=limit, title=title)
+        draw(ws, by, output, trace_id=trace_id, match=match, domain=domain, stat=stat, limit=limit, title=title,
+             log=log)
     click.echo(f"wrote {output}")
 
 
@@ -503,6 +597,13 @@ def reports_cmd(name):
         click.echo("")
 
 
+def plural(n: int, word: str) -> str:
+    """word for n things: 1 kernel, 2 kernels, 3 copies."""
+    if n == 1:
+        return word
+    return word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
+
+
 def check_unit(unit, fmt) -> None:
     if unit is not None and fmt not in ("table", "markdown"):
         raise UsageError(f"--unit applies to --format table and markdown; {fmt} gives times in ns")
@@ -514,15 +615,19 @@ def emit(table, fmt, output, unit=None, labels=None):
             raise UsageError("--format parquet needs -o FILE")
         import pyarrow.parquet as pq
 
-        pq.write_table(table, output)
+        with pq.ParquetWriter(output, table.schema) as writer:  # a Table or a RecordBatchReader
+            for batch in (table.to_batches() if hasattr(table, "to_batches") else table):
+                writer.write_batch(batch)
         return
+    transform = None
     if fmt == "table" or (fmt == "markdown" and unit is not None):
-        table = humanize(table, unit=unit, labels=labels if fmt == "table" else None)
+        names = labels if fmt == "table" else None
+        transform = lambda chunk: humanize(chunk, unit=unit, labels=names)  # noqa: E731 - per chunk of rows
     if output is None:
-        render(table, fmt)
+        render(table, fmt, wide=wide(), transform=transform)
     else:
         with open(output, "w", encoding="utf-8", newline="") as fh:
-            render(table, fmt, fh)
+            render(table, fmt, fh, transform=transform)
 
 
 @cli.command()
@@ -549,6 +654,8 @@ def schema(view):
 
 def main(argv=None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    if argv is None:  # run from the shell, not called from Python
+        _hide_numpy()
     try:
         cli.main(args=argv, prog_name="traceql", standalone_mode=False)
     except click.exceptions.Abort:
@@ -571,6 +678,21 @@ def main(argv=None) -> None:
         click.echo(f"traceql: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
                    "(run with --debug for a traceback)", err=True)
         sys.exit(1)
+
+
+def _hide_numpy() -> None:
+    """Start-up time: pyarrow imports numpy when it is installed, 0.13 s of a 0.3 s start, yet
+    the command line hands no numpy arrays around and pyarrow works without it (only
+    to_pandas() and to_numpy() need it). So a command run from the shell imports pyarrow with
+    numpy hidden; `plot` (matplotlib needs numpy) lifts this before anything imports pyarrow.
+    Never done when main() is called from Python, whose process may use numpy."""
+    if "numpy" not in sys.modules and "pyarrow" not in sys.modules:
+        sys.modules["numpy"] = None  # `import numpy` raises ImportError
+
+
+def _allow_numpy() -> None:
+    if "numpy" in sys.modules and sys.modules["numpy"] is None:
+        del sys.modules["numpy"]
 
 
 if __name__ == "__main__":

@@ -484,7 +484,14 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
                         [trace_id]).fetchall()
     con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)",
                     [(trace_id, k, v, s, d) for k, v, s, d in rows])
-    result.warnings += [d for _, _, s, d in rows if s == "warning" and d not in result.warnings]
+    from .render import warning_text
+
+    totals = dict(zip(("gpu_op", "kernel", "api_call", "nvtx_range"), con.execute(
+        "SELECT (SELECT count(*) FROM gpu_op WHERE trace_id = $t), (SELECT count(*) FROM kernel WHERE trace_id = $t), "
+        "(SELECT count(*) FROM api_call WHERE trace_id = $t), (SELECT count(*) FROM nvtx_range WHERE trace_id = $t)",
+        {"t": trace_id}).fetchone()))
+    texts = [warning_text(k, v, d, totals) for k, v, s, d in rows if s == "warning"]
+    result.warnings += [t for i, t in enumerate(texts) if t not in result.warnings and t not in texts[:i]]
 
 
 def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | None, sha256: str | None) -> None:

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .render import shorten, shorten_distinct, shorten_middle  # noqa: F401 - shorten* are part of this API
 
 INSTALL_HINT = "plotting needs matplotlib, which is not installed: pip install 'traceql[plot]'"
 FORMATS = (".png", ".svg", ".pdf")
 STATS = ("total", "mean")
 DEFAULT_LIMIT = 20
+OUTLIER = 8  # a group of bars this many times longer than the next one is cut (linear axis)
 
 # Colors of the series (matplotlib's tab10: distinguishable, also in grey print)
 CPU, KERNEL, MEMCPY, FORWARD, BACKWARD = "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"
@@ -37,11 +39,12 @@ class Chart:
     labels: list[str]
     series: list[tuple[str, str, list[float]]]  # (legend, color, value in ns per label)
     notes: list[str]  # text at the end of each group's longest bar ('' for none)
+    log: bool = False  # a logarithmic time axis
 
 
 def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trace_id: int | None = None,
          match=None, domain: str | None = None, stat: str = "total", limit: int | None = DEFAULT_LIMIT,
-         title: str | None = None):
+         title: str | None = None, log: bool = False):
     """A bar chart of report BY as a matplotlib Figure; written to `output` when given (the
     extension picks the format: .png, .svg or .pdf).
 
@@ -49,7 +52,10 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
     contain, any of them, ignoring case; domain: only this NVTX domain), 'kernel' (GPU time per
     kernel name) or 'op' (forward and backward GPU time per PyTorch op). stat: 'total' or
     'mean' (per range instance, kernel call or op call). limit: the N largest groups.
-    title: the first title line (default: the trace's file name)."""
+    title: the first title line (default: the trace's file name). log: a logarithmic time
+    axis; on the default linear axis a group more than OUTLIER times longer than the next
+    one (an 8 s ncclCommInitRank among millisecond ranges) is cut, its value printed, so that
+    the other bars stay visible."""
     if stat not in STATS:
         raise UsageError(f"--stat {stat}: choose total or mean")
     if output is not None and Path(output).suffix.lower() not in FORMATS:
@@ -63,6 +69,7 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
     ws.check_trace(trace_id)
     chart = builders[by](ws, trace_id=trace_id, match=list(match or ()), domain=domain, stat=stat, limit=limit)
     chart.title = title or _trace_label(ws, trace_id)
+    chart.log = bool(log)
     fig = _draw(chart, figure_cls, canvas_cls)
     if output is not None:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
@@ -130,6 +137,10 @@ def _kernel_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
     if len(shown) < len(rows):
         subtitle += f"; the {len(shown)} longest of {len(rows)} kernel names"
     names = [kernel_label(r["name"] or "[unnamed]") for r in shown]
+    for i, n in enumerate(names):  # overloads alike without their parameters: keep the parameters
+        if names.count(n) > 1:
+            names = [_without_void(shown[j]["name"] or "[unnamed]") if names[j] == n else names[j]
+                     for j in range(len(names))]
     notes = [f"{r['pct']:.1f}%" if r["pct"] is not None else "" for r in shown]
     return Chart("", subtitle, _labels(names, [r["calls"] for r in shown], "{} calls", width=70),
                  [("GPU time", KERNEL, [float(r[column]) for r in shown])], notes)
@@ -168,19 +179,9 @@ def _trace_label(ws, trace_id) -> str:
 
 # ------------------------------------------------------------------------------ labels
 
-def shorten(text: str, width: int) -> str:
-    """text cut to `width` characters with an ellipsis at the end; one line."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
-
-
-def shorten_middle(text: str, width: int) -> str:
-    """text cut to `width` characters with an ellipsis in the middle (keeps both ends)."""
-    text = " ".join(str(text).split())
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+def _without_void(name: str) -> str:
+    name = name.strip()
+    return name[5:] if name.startswith("void ") else name
 
 
 def kernel_label(name: str) -> str:
@@ -203,12 +204,10 @@ def kernel_label(name: str) -> str:
 
 
 def _labels(names: list[str], counts: list, count_format: str, width: int = 50) -> list[str]:
-    """Axis labels: each name cut to `width` (distinct names stay distinct: cut in the middle
-    then, or numbered), followed by its count."""
-    cut = [shorten(n, width) for n in names]
-    for i, c in enumerate(cut):
-        if cut.count(c) > 1:
-            cut = [shorten_middle(names[j], width) if cut[j] == c else cut[j] for j in range(len(cut))]
+    """Axis labels: each name cut to `width` (in the middle, keeping where similar names
+    differ: traceql.render.shorten_distinct), followed by its count; only names that are
+    the same throughout are numbered."""
+    cut = shorten_distinct([" ".join(str(n).split()) for n in names], width)
     seen: dict[str, int] = {}
     out = []
     for c, n in zip(cut, counts):
@@ -238,36 +237,64 @@ def _human(ns: float) -> str:
     return f"{ns / scale:.3g} {unit}"
 
 
+def _outlier_cap(chart: Chart) -> float | None:
+    """Where the linear axis ends when a few groups of bars dwarf the rest: a group more than
+    OUTLIER times longer than the next one (among the top third) is cut there; None: no cut."""
+    n = len(chart.labels)
+    peaks = sorted((max((values[i] for _, _, values in chart.series), default=0) for i in range(n)), reverse=True)
+    for m in range(1, max(1, n // 3) + 1):
+        if m < n and peaks[m] > 0 and peaks[m - 1] > OUTLIER * peaks[m]:
+            return peaks[m] * 1.25
+    return None
+
+
 def _draw(chart: Chart, figure_cls, canvas_cls):
     n, k = len(chart.labels), len(chart.series)
     peak = max((v for _, _, values in chart.series for v in values), default=0) or 1
-    unit, scale = _unit(peak)
+    cap = None if chart.log else _outlier_cap(chart)
+    unit, scale = _unit(cap or peak)
+    subtitle = chart.subtitle
+    if cap is not None:
+        subtitle += (f"\nbars longer than {_human(cap)} are cut (marked //, their values printed); "
+                     "--log draws every bar to scale")
     row = 0.17 * k + 0.13  # inches per group
     fig = figure_cls(figsize=(11, 1.5 + row * n))
     canvas_cls(fig)
     ax = fig.add_subplot(1, 1, 1)
+    positive = [v for _, _, values in chart.series for v in values if v > 0]
+    low = min(positive, default=1) / scale / 2 if chart.log else 0.0
     bar = 0.8 / k
     for j, (legend, color, values) in enumerate(chart.series):
         offsets = [i + (j - (k - 1) / 2) * bar for i in range(n)]
-        ax.barh(offsets, [v / scale for v in values], height=bar * 0.9, color=color, label=legend)
-        for y, v, note in zip(offsets, values, chart.notes):
+        shown = [min(v, cap) if cap is not None else v for v in values]
+        ax.barh(offsets, [max(v / scale - low, 0) if v > 0 else 0 for v in shown], left=low, height=bar * 0.9,
+                color=color, label=legend)
+        for y, v, s, note in zip(offsets, values, shown, chart.notes):
             # every bar's value at its end: small bars next to a long one stay readable
             text = _human(v) + (f" ({note})" if note else "")
             if v > 0:
-                ax.text(v / scale, y, "  " + text, va="center", ha="left", fontsize=7, color=_darker(color))
+                ax.text(s / scale, y, "  " + text, va="center", ha="left", fontsize=7, color=_darker(color))
+            if s < v:  # cut: a break mark near its end
+                ax.text(s / scale * 0.93, y, "//", va="center", ha="center", fontsize=8, color="white",
+                        fontweight="bold")
     ax.set_yticks(range(n))
     ax.set_yticklabels(chart.labels, fontsize=9)
     ax.invert_yaxis()  # the largest group on top
     ax.set_ylim(n - 0.5, -0.5)
-    ax.set_xlabel(f"time ({unit})")
+    ax.set_xlabel(f"time ({unit}{', log scale' if chart.log else ''})")
     ax.grid(axis="x", color="#dddddd", linewidth=0.8)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    ax.set_xlim(0, peak / scale * (1.3 if any(chart.notes) else 1.15))  # room for the values
+    top = (cap or peak) / scale
+    if chart.log:
+        ax.set_xscale("log")
+        ax.set_xlim(low, top * (4 if any(chart.notes) else 3))  # room for the values
+    else:
+        ax.set_xlim(0, top * (1.3 if any(chart.notes) else 1.15))
     if k > 1:
         ax.legend(loc="lower right", fontsize=9, frameon=False)
-    ax.set_title("\n".join(textwrap.fill(line, 110) for line in chart.subtitle.splitlines()),
+    ax.set_title("\n".join(textwrap.fill(line, 110) for line in subtitle.splitlines()),
                  fontsize=10, loc="left", color="#333333")
     fig.suptitle(chart.title, fontsize=13, x=0.02, ha="left", fontweight="bold")
     fig.tight_layout()

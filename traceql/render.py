@@ -1,17 +1,48 @@
-"""Printing results: rich tables for people; csv, tsv, json and markdown for machines."""
+"""Printing results: aligned text tables for people; csv, tsv, json and markdown for machines.
+
+Tables for people (format 'table') follow the spirit of `nsys stats`: numbers are printed
+whole, right-aligned, never cut; text longer than LONG characters (kernel names, NVTX paths)
+goes last on the line and gets the room that is left, shortened in the middle ('…') when it
+must be, keeping similar names apart. When that room holds fewer than 3 in 4 of the names
+whole and is narrower than INLINE_ENOUGH, each name gets a line of its own above its
+numbers, and numbers that do not fit one line are split into bands of lines. The width is
+the `width` argument, else $COLUMNS, else the terminal's when printing to one; into a pipe
+or a file, or with `wide`, lines are as long as the data (for `less -S`) and nothing is
+shortened.
+
+Rows are formatted CHUNK at a time, the layout measured on the first chunk, so a result of
+millions of rows (a pyarrow.RecordBatchReader) prints with bounded memory. Nothing here
+interprets markup: a kernel name such as `f<[with T = float]>` prints as it is.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
 import sys
+import unicodedata
 
-import pyarrow as pa
+# pyarrow is imported by the functions that need it: the commands that print no table (help,
+# schema, reports, queries) start without it.
 
 FORMATS = ("table", "csv", "tsv", "json", "markdown")
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_DECIMALS = {"ns": 0, "us": 3, "ms": 6, "s": 9}  # enough to show every ns
+_DECIMALS = {"ns": 0, "us": 1, "ms": 3, "s": 6}  # --unit: to 0.1 us (us), to the microsecond (ms, s)
 _RIGHT = {b"align": b"right"}  # field metadata: a text column of numbers, right-justified in tables
 
+SEP = "  "  # between columns
+INDENT = "  "  # the lines of numbers under a name that has a line of its own
+LONG = 24  # text columns with a longer value are the 'name' columns: last on the line, shortened if need be
+INLINE_MIN = 32  # a name column narrower than this goes to a line of its own
+INLINE_ENOUGH = 80  # ... and so does one with room for fewer than 3 in 4 of its names whole, below this
+CHUNK = 2_000  # rows formatted at a time
+ELLIPSIS = "…"
+_IDS = re.compile(r"(^|_)(id|pid|tid|seq|ts)$")  # integer columns printed without thousands separators
+
+
+# ------------------------------------------------------------------------------ cells
 
 def _cell(value) -> str:
     if value is None:
@@ -21,104 +52,596 @@ def _cell(value) -> str:
     return str(value)
 
 
-def render(table: pa.Table, fmt: str = "table", out=None) -> None:
+_CONTROL = {**{c: "\ufffd" for c in range(32)}, 9: "\\t", 10: "\\n", 13: "\\r", 127: "\ufffd"}
+
+
+def _clean(text: str) -> str:
+    """One line of text: control characters visible, never a line break."""
+    return text if text.isprintable() else text.translate(_CONTROL)
+
+
+def _column_cells(arr) -> list[str]:
+    import pyarrow as pa
+
+    values = arr.to_pylist()
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) or pa.types.is_dictionary(arr.type):
+        return ["" if v is None else _clean(str(v)) for v in values]
+    return [_clean(_cell(v)) for v in values]
+
+
+def _is_number(field) -> bool:
+    import pyarrow as pa
+
+    t = field.type
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+            or (field.metadata or {}).get(b"align") == b"right")
+
+
+def text_width(text: str) -> int:
+    """Terminal columns of text (East Asian wide characters count 2, combining marks 0)."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(ch) for ch in text)
+
+
+def _char_width(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def _take(text: str, width: int, from_end: bool = False) -> str:
+    """The longest start (or end) of text that is at most `width` columns wide."""
+    if width <= 0:
+        return ""
+    if text.isascii():
+        return text[len(text) - width:] if from_end else text[:width]
+    chars = reversed(text) if from_end else iter(text)
+    out, used = [], 0
+    for ch in chars:
+        w = _char_width(ch)
+        if used + w > width:
+            break
+        out.append(ch)
+        used += w
+    return "".join(reversed(out)) if from_end else "".join(out)
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    gap = width - text_width(text)
+    if gap <= 0:
+        return text
+    return " " * gap + text if right else text + " " * gap
+
+
+def shorten(text: str, width: int) -> str:
+    """text cut to `width` columns with an ellipsis at the end; one line."""
+    text = " ".join(str(text).split())
+    if text_width(text) <= width:
+        return text
+    return _take(text, width - 1).rstrip() + ELLIPSIS
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """text cut to `width` columns with an ellipsis in the middle (keeps both ends)."""
+    if text_width(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    head = _take(text, (width - 1) // 2)
+    return head + ELLIPSIS + _take(text, width - 1 - text_width(head), from_end=True)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _keep_difference(text: str, width: int, first: int) -> str:
+    """text in `width` columns, keeping visible the character at index `first` where it
+    first differs from a similar text, with a little of what follows it."""
+    context = 8
+    if first + context < width - 1:  # the difference lies in the head: cut after it
+        tail = width - 1 - (first + context)
+        return text[:first + context] + ELLIPSIS + _take(text, tail, from_end=True)
+    # head, the window around the difference, tail: two ellipses
+    tail = max(6, width // 5)
+    window = max(12, width // 3)
+    head = width - 2 - tail - window
+    start = max(head, min(first - window // 3, len(text) - tail - window))
+    return text[:head] + ELLIPSIS + text[start:start + window] + ELLIPSIS + _take(text, tail, from_end=True)
+
+
+def shorten_distinct(texts: list[str], width: int) -> list[str]:
+    """Each text cut to `width` columns (in the middle), so that texts that differ stay
+    different when the cut would make them alike: the part where a text first differs from
+    its most similar neighbour is kept."""
+    out = [shorten_middle(t, width) if text_width(t) > width else t for t in texts]
+    groups: dict[str, list[int]] = {}
+    for i, (o, t) in enumerate(zip(out, texts)):
+        if o != t:
+            groups.setdefault(o, []).append(i)
+    taken = {o for o, t in zip(out, texts) if o == t}
+    for short, members in groups.items():
+        originals = {texts[i] for i in members}
+        if len(originals) == 1 and short not in taken:
+            continue
+        others = [texts[j] for j in range(len(texts)) if out[j] == short or texts[j] == short]
+        for i in members:
+            t = texts[i]
+            first = max((_common_prefix(t, o) for o in others if o != t), default=0)
+            if width >= 20 and t.isascii():
+                out[i] = _keep_difference(t, width, first)
+    return out
+
+
+# ------------------------------------------------------------------------------ layout
+
+def terminal_width(out=None, wide: bool = False) -> int | None:
+    """The width tables for people are fitted to: None (no limit) with wide; else $COLUMNS,
+    else the terminal's when `out` is one; else None (a pipe or a file)."""
+    if wide:
+        return None
+    env = os.environ.get("COLUMNS", "")
+    if env.strip().isdigit() and int(env) > 0:
+        return int(env)
+    out = out or sys.stdout
+    try:
+        if out.isatty():
+            return os.get_terminal_size(out.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        pass
+    return None
+
+
+def _header_min(head: str) -> int:
+    """The narrowest a header can be: its longest word (headers wrap at spaces)."""
+    return max((text_width(w) for w in head.split()), default=0)
+
+
+def _wrap(head: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for word in head.split():
+        if lines and text_width(lines[-1]) + 1 + text_width(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+class Layout:
+    """Where each column goes, measured once (on the first rows) and kept for the rest.
+
+    mode 'line': one line per row, the name columns (long text) last, shortened to their
+    width when it is not None. mode 'stacked': each name column on a line of its own (cut to
+    the width when there is one), then the other columns in bands of lines that each fit."""
+
+    def __init__(self, heads: list[str], rights: list[bool], cells: list[list[str]], width: int | None,
+                 underline: bool = True):
+        self.heads, self.rights, self.width, self.underline = heads, rights, width, underline
+        natural = [max((text_width(c) for c in col), default=0) for col in cells]
+        self.flex = [i for i, (r, n) in enumerate(zip(rights, natural)) if not r and n > LONG]
+        fixed = [i for i in range(len(heads)) if i not in self.flex]
+        self.shortened = False
+
+        def widths(wrap: bool) -> dict[int, int]:
+            return {i: max(natural[i], _header_min(heads[i]) if wrap else text_width(heads[i])) for i in fixed}
+
+        def span(ws) -> int:
+            return sum(ws) + len(SEP) * max(len(ws) - 1, 0)
+
+        # flex_width: the width a name column is padded to; flex_cap: the width it is cut to (None: never)
+        self.mode, self.bands, self.title, self.indent = "line", [fixed], [], ""
+        self.flex_width = {i: max(natural[i], text_width(heads[i])) for i in self.flex}
+        self.flex_cap: dict[int, int | None] = {i: None for i in self.flex}
+        if width is None:
+            self.fixed_width = widths(False)
+            self._headers()
+            return
+        least = {i: max(min(_quartile3(cells[i]), INLINE_ENOUGH), min(natural[i], INLINE_MIN), text_width(heads[i]))
+                 for i in self.flex}
+        best = None  # (room for the names, fixed widths) of the better way to fit one line
+        for wrap in (False, True):
+            fw = widths(wrap)
+            used = span(list(fw.values()))
+            room = width - used - (len(SEP) if fixed and self.flex else 0) - len(SEP) * max(len(self.flex) - 1, 0)
+            if room >= sum(least.values()) and (best is None or room > best[0]):
+                best = (room, fw)
+            if best is not None and sum(natural[i] for i in self.flex) <= best[0]:
+                break  # nothing is shortened: headers on one line if they can be
+        if best is not None:
+            room, self.fixed_width = best
+            if self.flex:
+                self.flex_width = _share(room, least, {i: max(natural[i], least[i]) for i in self.flex})
+                self.flex_cap = dict(self.flex_width)
+                self.shortened = any(self.flex_width[i] < natural[i] for i in self.flex)
+            self._headers()
+            return
+        # Not on one line: a title line of the short text columns (name, kind), each long one
+        # (kernel name) on a line of its own, then the numbers in bands of lines indented
+        # under them; without text, the bands after the first are indented.
+        self.mode = "stacked"
+        fw = {i: max(natural[i], text_width(heads[i])) for i in range(len(heads))}
+        texts = [i for i in range(len(heads)) if not rights[i]]
+        short = [i for i in texts if i not in self.flex]
+        if texts and span([fw[i] for i in texts]) <= width:  # every text column whole on one title line
+            self.title, self.flex = texts, []
+        else:
+            self.title = short if short and span([fw[i] for i in short]) <= width else []
+            self.flex = sorted(i for i in texts if i not in self.title)  # each on a line of its own
+        self.flex_width = {i: min(max(natural[i], text_width(heads[i])), width) for i in self.flex}
+        self.flex_cap = {i: width for i in self.flex}
+        self.shortened = any(natural[i] > width for i in self.flex)
+        numbers = [i for i in range(len(heads)) if i not in texts]
+        self.indent = INDENT if self.title or self.flex else ""
+        inner = width - len(INDENT)
+        self.fixed_width = {**{i: fw[i] for i in self.title}, **widths(False)}
+        if span([self.fixed_width[i] for i in numbers]) > inner:
+            self.fixed_width.update({i: w for i, w in widths(True).items() if i in numbers})
+        bands: list[list[int]] = [[]]
+        for i in numbers:
+            if bands[-1] and span([self.fixed_width[j] for j in bands[-1] + [i]]) > inner:
+                bands.append([])
+            bands[-1].append(i)
+        self.bands = [b for b in bands if b]
+        self._headers()
+
+    def _headers(self) -> None:
+        self.head_lines = {i: (_wrap(self.heads[i], w) if text_width(self.heads[i]) > w else [self.heads[i]])
+                           for i, w in self.fixed_width.items()}
+
+    def _text_lines(self) -> list[int | None]:
+        """The text lines of a stacked row in column order: a long column's index, None for
+        the title line of the short ones."""
+        items = [(i, i) for i in self.flex] + ([(min(self.title), None)] if self.title else [])
+        return [item for _, item in sorted(items, key=lambda x: x[0])]
+
+    # -- lines -----------------------------------------------------------------------
+    def header(self) -> list[str]:
+        lines: list[str] = []
+        if self.mode == "line":
+            cols = self.bands[0]
+            depth = max((len(self.head_lines[i]) for i in cols), default=1)
+            for k in range(depth):
+                parts = []
+                for i in cols:
+                    hl = self.head_lines[i]
+                    text = hl[k - (depth - len(hl))] if k >= depth - len(hl) else ""
+                    parts.append(_pad(text, self.fixed_width[i], self.rights[i]))
+                if k == depth - 1:
+                    parts += [_pad(self.heads[i], self.flex_width[i], False) for i in self.flex]
+                lines.append(SEP.join(parts).rstrip())
+            if self.underline:
+                rule = [("-" * self.fixed_width[i]) for i in cols]
+                rule += ["-" * self.flex_width[i] for i in self.flex]
+                lines.append(SEP.join(rule))
+            return lines
+        for item in self._text_lines():
+            if item is None:
+                lines.append(SEP.join(_pad(self.heads[i], self.fixed_width[i], False) for i in self.title).rstrip())
+            else:
+                lines.append(self.heads[item])
+        for b, band in enumerate(self.bands):
+            indent = self.indent or (INDENT if b else "")
+            depth = max(len(self.head_lines[i]) for i in band)
+            for k in range(depth):
+                parts = []
+                for i in band:
+                    hl = self.head_lines[i]
+                    text = hl[k - (depth - len(hl))] if k >= depth - len(hl) else ""
+                    parts.append(_pad(text, self.fixed_width[i], self.rights[i]))
+                lines.append(indent + SEP.join(parts).rstrip())
+        if self.underline:
+            longest = max((text_width(line) for line in lines), default=0)
+            lines.append("-" * min(self.width or longest, longest))
+        return lines
+
+    def rows(self, cells: list[list[str]]):
+        """The lines of these rows (cells: one list per column)."""
+        n = len(cells[0]) if cells else 0
+        names = {i: (shorten_distinct(cells[i], self.flex_cap[i]) if self.flex_cap[i] is not None else cells[i])
+                 for i in self.flex}
+        if any(names[i] is not cells[i] and names[i] != cells[i] for i in self.flex):
+            self.shortened = True
+        for r in range(n):
+            if self.mode == "line":
+                parts = [_pad(cells[i][r], self.fixed_width[i], self.rights[i]) for i in self.bands[0]]
+                if self.flex:
+                    parts += [_pad(names[i][r], self.flex_width[i], False) for i in self.flex]
+                yield SEP.join(parts).rstrip()
+                continue
+            for item in self._text_lines():
+                if item is None:
+                    yield SEP.join(_pad(cells[i][r], self.fixed_width[i], False) for i in self.title).rstrip()
+                else:
+                    yield names[item][r]
+            for b, band in enumerate(self.bands):
+                indent = self.indent or (INDENT if b else "")
+                yield indent + SEP.join(_pad(cells[i][r], self.fixed_width[i], self.rights[i]) for i in band).rstrip()
+
+
+def _quartile3(cells: list[str]) -> int:
+    """The width that 3 in 4 of the cells fit in."""
+    widths = sorted(text_width(c) for c in cells)
+    return widths[(len(widths) * 3) // 4 - (1 if len(widths) % 4 == 0 else 0)] if widths else 0
+
+
+def _share(room: int, least: dict[int, int], natural: dict[int, int]) -> dict[int, int]:
+    """Widths for the name columns: each at least its least width, the rest of the room
+    shared out by what each still needs, never beyond its natural width."""
+    out = dict(least)
+    spare = room - sum(least.values())
+    while spare > 0:
+        needy = [i for i in out if out[i] < natural[i]]
+        if not needy:
+            break
+        step = max(spare // len(needy), 1)
+        for i in needy:
+            give = min(step, natural[i] - out[i], spare)
+            out[i] += give
+            spare -= give
+            if spare <= 0:
+                break
+    return out
+
+
+def _chunks(data, size: int = CHUNK):
+    """pa.Tables of at most `size` rows from a Table or a RecordBatchReader."""
+    import pyarrow as pa
+
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        for start in range(0, data.num_rows, size):
+            yield data.slice(start, size)
+        return
+    pending, rows = [], 0
+    for batch in data:
+        while batch.num_rows:
+            take = batch.slice(0, size - rows)
+            pending.append(take)
+            rows += take.num_rows
+            batch = batch.slice(take.num_rows)
+            if rows >= size:
+                yield pa.Table.from_batches(pending)
+                pending, rows = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+def _schema(data):
+    return data.schema
+
+
+def write_table(data, out, width: int | None = None, transform=None, footer: bool = True) -> int:
+    """Print a Table or RecordBatchReader as an aligned text table; the number of rows.
+    transform: applied to each chunk (a pa.Table) before it is formatted (humanize)."""
+    style = _Style(out)
+    layout = None
+    count = 0
+    for chunk in _chunks(data):
+        if transform is not None:
+            chunk = transform(chunk)
+        cells = [_column_cells(col) for col in chunk.columns]
+        if layout is None:
+            layout = Layout(chunk.column_names, [_is_number(f) for f in chunk.schema], cells, width)
+            for line in layout.header():
+                out.write(style.bold(line) + "\n")
+        for line in layout.rows(cells):
+            out.write(line + "\n")
+        count += chunk.num_rows
+    if layout is None:  # no rows: the header alone
+        schema = _schema(data)
+        if transform is not None:
+            schema = transform(schema.empty_table()).schema
+        layout = Layout(schema.names, [_is_number(f) for f in schema], [[] for _ in schema.names], width)
+        for line in layout.header():
+            out.write(style.bold(line) + "\n")
+    if footer:
+        note = f"{count:,} row{'s' if count != 1 else ''}"
+        if layout.shortened:
+            note += f"; long names shortened to fit {width} columns (--wide prints them whole)"
+        for line in _fill(note, width, "").splitlines():
+            out.write(style.dim(line) + "\n")
+    return count
+
+
+class _Style:
+    """Bold headers and a dim footer on a terminal (unless $NO_COLOR); plain text elsewhere."""
+
+    def __init__(self, out):
+        try:
+            self.on = out.isatty() and not os.environ.get("NO_COLOR")
+        except (AttributeError, ValueError):
+            self.on = False
+
+    def bold(self, text: str) -> str:
+        return f"\x1b[1m{text}\x1b[0m" if self.on and text else text
+
+    def dim(self, text: str) -> str:
+        return f"\x1b[2m{text}\x1b[0m" if self.on and text else text
+
+
+# ------------------------------------------------------------------------------ formats
+
+def _json_value(value):
+    """What json cannot write by itself: exact integers for integral decimals (sums
+    beyond 64 bits), floats for other decimals, text for times and the rest."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def render(data, fmt: str = "table", out=None, *, width: int | None = None, wide: bool = False,
+           transform=None) -> None:
+    """Print a pyarrow Table or RecordBatchReader in format fmt. Tables for people are fitted
+    to `width` (default: terminal_width(out, wide)); transform (e.g. humanize) is applied to
+    each chunk of rows of table and markdown output."""
     out = out or sys.stdout
     if fmt == "table":
-        from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
-
-        width = None if getattr(out, "isatty", lambda: False)() else 200
-        console = Console(file=out, highlight=False, soft_wrap=False, width=width)
-        grid = Table(show_header=True, header_style="bold", show_lines=False)
-        for field in table.schema:
-            is_num = pa.types.is_integer(field.type) or pa.types.is_floating(field.type) \
-                or pa.types.is_decimal(field.type) or (field.metadata or {}).get(b"align") == b"right"
-            is_text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
-            short = is_num or (is_text and max((len(_cell(v)) for v in table.column(field.name).to_pylist()),
-                                               default=0) <= 12)
-            grid.add_column(Text(field.name), justify="right" if is_num else "left",
-                            no_wrap=short, overflow="ellipsis" if short else "fold",
-                            min_width=min(len(field.name), 12) if short else 16)
-        for row in table.to_pylist():
-            # Text(), not str: kernel names like 'f<[with T = float]>' are not rich markup
-            grid.add_row(*(Text(_cell(v)) for v in row.values()))
-        console.print(grid)
-        console.print(Text(f"{table.num_rows} row{'s' if table.num_rows != 1 else ''}", style="dim"))
+        if width is None:
+            width = terminal_width(out, wide)
+        write_table(data, out, None if wide else width, transform)
     elif fmt in ("csv", "tsv"):
         import csv
 
         writer = csv.writer(out, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
-        writer.writerow(table.column_names)
-        for batch in table.to_batches():
+        writer.writerow(_schema(data).names)
+        for batch in _chunks(data):
             for row in zip(*(col.to_pylist() for col in batch.columns)):
                 writer.writerow(["" if v is None else v for v in row])
     elif fmt == "json":
-        out.write(json.dumps(table.to_pylist(), default=str, indent=1) + "\n")
+        first = True
+        for batch in _chunks(data):
+            names = batch.column_names
+            for row in zip(*(col.to_pylist() for col in batch.columns)):
+                text = json.dumps(dict(zip(names, row)), default=_json_value, indent=1)
+                out.write(("[\n" if first else ",\n") + " " + text.replace("\n", "\n "))
+                first = False
+        out.write("[]\n" if first else "\n]\n")
     elif fmt == "markdown":
-        names = table.column_names
+        names = _schema(data).names if transform is None else transform(_schema(data).empty_table()).column_names
         out.write("| " + " | ".join(names) + " |\n")
         out.write("|" + "|".join("---" for _ in names) + "|\n")
-        for row in table.to_pylist():
-            out.write("| " + " | ".join(_cell(v).replace("|", "\\|") for v in row.values()) + " |\n")
+        for batch in _chunks(data):
+            if transform is not None:
+                batch = transform(batch)
+            for row in zip(*(col.to_pylist() for col in batch.columns)):
+                out.write("| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |\n")
     else:
         raise ValueError(f"unknown format {fmt}")
+
+
+# ------------------------------------------------------------------------------ numbers
+
+def _sig3(value: float) -> str | None:
+    """value to three significant digits without an exponent; None when it rounds to 1000."""
+    text = f"{value:.3g}"
+    return None if "e" in text else text
 
 
 def human_ns(ns) -> str:
     """A duration in ns as a short readable string: 1.23 ms."""
     if ns is None:
         return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.3g} ns" if isinstance(ns, float) else f"{ns} ns"
+    a = abs(ns)
+    if a < 1_000:
+        return f"{ns:.3g} ns" if isinstance(ns, float) else f"{ns} ns"
+    for unit, scale in (("us", 1e3), ("ms", 1e6), ("s", 1e9)):
+        if a < scale * 1_000 or unit == "s":
+            text = _sig3(ns / scale)
+            if text is not None:
+                return f"{text} {unit}"
+            if unit == "s":
+                return f"{ns / scale:,.0f} s"
+    return f"{ns} ns"  # not reached
 
 
 def human_bytes(n) -> str:
     """A byte count as a short readable string with decimal prefixes: 1.05 MB."""
     if n is None:
         return "-"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B" if isinstance(n, float) else f"{n} B"
+    a = abs(n)
+    if a < 1_000:
+        return f"{n:.0f} B" if isinstance(n, float) else f"{n} B"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9), ("TB", 1e12)):
+        if a < scale * 1_000 or unit == "TB":
+            text = _sig3(n / scale)
+            if text is not None:
+                return f"{text} {unit}"
+            if unit == "TB":
+                return f"{n / scale:,.0f} TB"
+    return f"{n} B"  # not reached
+
+
+def short_float(value) -> str | None:
+    """A ratio or rate (GB/s, TFLOP/s) to three significant digits: 8.55, 0.00229, 1,234."""
+    if value is None:
+        return None
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    a = abs(value)
+    if a < 1e-4:
+        return f"{value:.2e}"
+    text = _sig3(value)
+    return text if text is not None else f"{value:,.0f}"
 
 
 def in_unit(ns, unit: str) -> str | None:
-    """A duration in ns as a number in unit, with every ns shown ('1.234567' ms)."""
+    """A duration in ns as a number in `unit` with thousands separators: ns exact (0.1 for
+    averages), us to 0.1 us, ms and s to the microsecond ('1,841.631' ms)."""
     if ns is None:
         return None
     if unit == "ns":
-        return f"{ns:.1f}" if isinstance(ns, float) and ns != int(ns) else f"{int(ns)}"
-    return f"{ns / UNITS[unit]:.{_DECIMALS[unit]}f}"
+        return f"{ns:,.1f}" if isinstance(ns, float) and ns != int(ns) else f"{int(ns):,}"
+    return f"{ns / UNITS[unit]:,.{_DECIMALS[unit]}f}"
 
 
-def humanize(table: pa.Table, unit: str | None = None, labels: dict | None = None) -> pa.Table:
+def humanize(table, unit: str | None = None, labels: dict | None = None):
     """For people: *_ns columns as readable durations ('1.23 ms') named without the suffix,
     or, with unit, as numbers in that unit named *_<unit>; *_bytes columns as '1.05 MB';
-    percentages (pct, *_pct) to two decimals; headers from labels where given."""
+    percentages (pct, *_pct) to two decimals; other fractional numbers to three significant
+    digits; counts with thousands separators; headers from labels where given."""
+    import pyarrow as pa
+
     labels = labels or {}
     fields, columns = [], []
     for name, col in zip(table.column_names, table.columns):
-        values = col.to_pylist()
         header = labels.get(name)
-        if name.endswith("_ns"):
+        kind = col.type
+        number = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
+        if name.endswith("_ns") and number:
+            values = col.to_pylist()
             if unit is None:
                 col, shown = pa.array([None if v is None else human_ns(v) for v in values], pa.string()), name[:-3]
             else:
                 col, shown = pa.array([in_unit(v, unit) for v in values], pa.string()), f"{name[:-3]}_{unit}"
             fields.append(pa.field(header or shown, pa.string(), metadata=_RIGHT))
-        elif name.endswith("_bytes"):
-            col = pa.array([None if v is None else human_bytes(v) for v in values], pa.string())
+        elif name.endswith("_bytes") and number:
+            col = pa.array([None if v is None else human_bytes(v) for v in col.to_pylist()], pa.string())
             fields.append(pa.field(header or name, pa.string(), metadata=_RIGHT))
-        elif (name == "pct" or name.endswith("_pct")) and pa.types.is_floating(col.type):
-            col = pa.array([None if v is None else f"{v:.2f}" for v in values], pa.string())
+        elif (name == "pct" or name.endswith("_pct")) and pa.types.is_floating(kind):
+            col = pa.array([None if v is None else f"{v:.2f}" for v in col.to_pylist()], pa.string())
+            fields.append(pa.field(header or name, pa.string(), metadata=_RIGHT))
+        elif pa.types.is_floating(kind) or (pa.types.is_decimal(kind) and kind.scale > 0):
+            col = pa.array([short_float(None if v is None else float(v)) for v in col.to_pylist()], pa.string())
+            fields.append(pa.field(header or name, pa.string(), metadata=_RIGHT))
+        elif number and not _IDS.search(name):
+            col = pa.array([None if v is None else f"{v:,}" for v in col.to_pylist()], pa.string())
             fields.append(pa.field(header or name, pa.string(), metadata=_RIGHT))
         else:
             fields.append(pa.field(header or name, col.type))
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+# What the count of an ingest_stats warning is a part of (a view of the trace): '2,276 of 4,368'.
+_WARNING_TOTALS = {"launch.ops_without_launch": "gpu_op", "gpu_op.negative_duration": "gpu_op",
+                   "gpu_op.correlation_ambiguous": "gpu_op", "kernel.unnamed": "kernel",
+                   "api_call.negative_duration": "api_call", "nvtx_range.unclosed": "nvtx_range",
+                   "nvtx_range.negative_duration": "nvtx_range", "nvtx_range.beyond_depth_cap": "nvtx_range"}
+
+
+def warning_text(key: str, value, detail: str, totals: dict | None = None) -> str:
+    """An ingest_stats warning for people, its count first: '2,276 of 4,368 GPU operations with
+    no API call ...' (totals: rows per view of the trace: gpu_op, kernel, api_call, nvtx_range).
+    A detail that states its numbers, or names a table first, gets the count after it."""
+    if value is None or not detail or detail[:1].isdigit() or key.startswith(("schema.", "source.column_absent.")):
+        return detail
+    if key.startswith("source.read_with_sqlite3."):
+        return f"{detail} ({value:,} rows)"
+    if key.startswith("source.duplicate_keys."):
+        return f"{detail} ({value:,} rows left out)"
+    total = (totals or {}).get(_WARNING_TOTALS.get(key, ""))
+    return f"{value:,} of {total:,} {detail}" if total else f"{value:,} {detail}"
 
 
 # ------------------------------------------------------------------------------ summary
@@ -136,7 +659,8 @@ def nvprof_time(ns, unit: str | None = None) -> str:
     return f"{round(ns)}ns"
 
 
-def render_summary(summary, fmt: str = "table", out=None, unit: str | None = None) -> None:
+def render_summary(summary, fmt: str = "table", out=None, unit: str | None = None, *, width: int | None = None,
+                   wide: bool = False) -> None:
     """`traceql summary`: nvprof's layout for people (table), the rows for machines."""
     out = out or sys.stdout
     if fmt in ("csv", "tsv"):
@@ -145,8 +669,12 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
     if fmt == "json":
         doc = {"traces": summary.traces.to_pylist(), "gpus": summary.gpus.to_pylist(),
                "rows": summary.rows.to_pylist()}
-        out.write(json.dumps(doc, default=str, indent=1) + "\n")
+        out.write(json.dumps(doc, default=_json_value, indent=1) + "\n")
         return
+    if fmt == "table" and width is None:
+        width = terminal_width(out, wide)
+    if wide or fmt != "table":
+        width = None
     traces = summary.traces.to_pylist()
     gpus = summary.gpus.to_pylist()
     rows = summary.rows.to_pylist()
@@ -156,7 +684,7 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
             out.write("\n")
         ids = {t["trace_id"] for t in group}
         for t in group:
-            _trace_header(t, [g for g in gpus if g["trace_id"] == t["trace_id"]], out, fmt, unit)
+            _trace_header(t, [g for g in gpus if g["trace_id"] == t["trace_id"]], out, fmt, unit, width)
         if not summary.per_trace and len(group) > 1:
             out.write(f"\nSections below: the {len(group)} traces together (--per-trace splits them)\n")
         mine = [r for r in rows if not summary.per_trace or r["trace_id"] in ids]
@@ -164,26 +692,41 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
                 ("GPU activities", "all GPU activities (kernels, copies, memsets, graph executions)"),
                 ("API calls", "all CUDA API calls")):
             part = [r for r in mine if r["section"] == section]
-            out.write(f"\n{section} (Time(%) = share of the summed time of {what}, not of wall time):\n")
+            out.write("\n" + _fill(f"{section} (Time(%) = share of the summed time of {what}, not of wall time):",
+                                   width, "") + "\n")
             if fmt == "markdown":
                 _markdown_section(part, out, unit)
             else:
-                _text_section(part, out, unit)
+                _text_section(part, out, unit, width)
 
 
-def _trace_header(t, gpus, out, fmt, unit) -> None:
+def _fill(text: str, width: int | None, indent: str) -> str:
+    """text wrapped to width, continuation lines indented two more than `indent`."""
+    if width is None or text_width(text) <= width:
+        return text
+    import textwrap
+
+    return textwrap.fill(text, width, subsequent_indent=indent + "  " if indent else "", break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
     version = " ".join(v for v in (t["source_format"], t["exporter_version"]) if v)
     bullet = "- " if fmt == "markdown" else "  "
-    out.write(f"trace {t['trace_id']}: {t['path']} ({version})\n")
-    span = nvprof_time(t["span_ns"], unit) + (f" {unit}" if unit else "")
-    out.write(f"{bullet}span: {span} from the first to the last event of any kind\n")
+    out.write(_fill(f"trace {t['trace_id']}: {t['path']} ({version})", width, "") + "\n")
+    if t["span_ns"] is None:
+        out.write(f"{bullet}span: none (no event with a time)\n")
+    else:
+        span = nvprof_time(t["span_ns"], unit) + (f" {unit}" if unit else "")
+        out.write(_fill(f"{bullet}span: {span} from the first to the last event of any kind", width, bullet) + "\n")
     if not gpus:
         out.write(f"{bullet}GPUs: none recorded\n")
     for g in gpus:
         busy = nvprof_time(g["busy_ns"], unit) + (f" {unit}" if unit else "")
         pct = "-" if g["busy_pct"] is None else f"{g['busy_pct']:.2f}%"
-        out.write(f"{bullet}GPU {g['device_id']} {g['device'] or '(name not recorded)'}: busy {busy} = {pct} "
-                  f"of the span (time with at least one kernel, copy or memset running; {g['ops']:,} operations)\n")
+        out.write(_fill(f"{bullet}GPU {g['device_id']} {g['device'] or '(name not recorded)'}: busy {busy} = {pct} "
+                        f"of the span (time with at least one kernel, copy or memset running; "
+                        f"{g['ops']:,} operations)", width, bullet) + "\n")
 
 
 def _section_cells(rows, unit):
@@ -193,20 +736,21 @@ def _section_cells(rows, unit):
         heads[3:6] = [f"{h}({unit})" for h in heads[3:6]]
     cells = [[("-" if r["pct"] is None else f"{r['pct']:.2f}%"), nvprof_time(r["total_ns"], unit), f"{r['calls']}",
               nvprof_time(r["avg_ns"], unit), nvprof_time(r["min_ns"], unit), nvprof_time(r["max_ns"], unit),
-              r["name"] if r["name"] is not None else "(unnamed)"] for r in rows]
+              _clean(r["name"]) if r["name"] is not None else "(unnamed)"] for r in rows]
     return heads, cells
 
 
-def _text_section(rows, out, unit) -> None:
+def _text_section(rows, out, unit, width=None) -> None:
     heads, cells = _section_cells(rows, unit)
     if not cells:
         out.write("  (none)\n")
         return
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads[:-1])]
-    line = lambda values: "  ".join(v.rjust(w) for v, w in zip(values, widths))  # noqa: E731
-    out.write(line(heads[:-1]) + "  " + heads[-1] + "\n")
-    for c in cells:
-        out.write(line(c[:-1]) + "  " + c[-1] + "\n")
+    columns = [list(col) for col in zip(*cells)]
+    layout = Layout(heads, [True] * 6 + [False], columns, width, underline=False)
+    for line in layout.header():
+        out.write(line + "\n")
+    for line in layout.rows(columns):
+        out.write(line + "\n")
 
 
 def _markdown_section(rows, out, unit) -> None:

@@ -7,12 +7,14 @@ Everything returns Arrow tables; the CLI only prints them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from . import library
 from .errors import UsageError
 from .resources import contract_docs
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # pyarrow.compute (sorting) and traceql.where (sqlglot) are imported when --sort, --where or
 # the per-trace summary need them: most reports do not, and they add to every CLI call.
@@ -80,7 +82,7 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     if where is None and not recompute:
         from . import stored
 
-        table = stored.load(ws.con, by, q, bound)
+        table = stored.load(ws.con, by, q, bound, limit=limit if sort is None else None)
     if table is None:
         table = _compute(ws, q, bound, where)
 
@@ -89,8 +91,9 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     if missing:  # the query and its documentation disagree: a bug, not a usage error
         raise RuntimeError(f"queries/{q.name}.sql: documented columns missing from its result: {sorted(missing)}")
     table = table.select(shown)
-    table = order_and_limit(table, sort, limit, per_trace)
-    return select_columns(table, columns)
+    aliases = header_aliases(shown, q.labels)
+    table = order_and_limit(table, sort, limit, per_trace, aliases)
+    return select_columns(table, columns, aliases)
 
 
 def empty_note(ws, by: str, trace_id: int | None = None) -> str | None:
@@ -122,12 +125,44 @@ def _compute(ws, q, bound: dict, where: str | None) -> pa.Table:
         raise UsageError(f"--where {where!r}: {exc}") from None
 
 
-def order_and_limit(table: pa.Table, sort: str | None, limit: int | None, per_trace: bool) -> pa.Table:
+def header_aliases(columns: list[str], labels: dict[str, str]) -> dict[str, str]:
+    """What tables print as headers, mapped to the columns, so that --sort and -c take both:
+    'avg' and 'avg_ms' (--unit ms) for avg_ns, a label ('Time(%) of all kernels', or its
+    first words 'Time(%)') for pct; keys in lower case."""
+    out: dict[str, str] = {}
+    for c in columns:
+        if c.endswith("_ns"):
+            for shown in [c[:-3]] + [f"{c[:-3]}_{u}" for u in ("us", "ms", "s")]:
+                out.setdefault(shown.lower(), c)
+        if c in labels:
+            out.setdefault(labels[c].lower(), c)
+            out.setdefault(labels[c].split(" of ")[0].strip().lower(), c)
+    return {k: v for k, v in out.items() if k not in columns}
+
+
+def resolve_column(name: str, columns: list[str], aliases: dict[str, str] | None, option: str) -> str:
+    """The report column `name` means: a column, or what a table header shows for one."""
+    if name in columns:
+        return name
+    hit = (aliases or {}).get(name.strip().lower())
+    if hit is not None:
+        return hit
+    from .sqlcheck import closest
+
+    best = closest(name, list(columns) + list(aliases or {}))
+    hint = f"did you mean {(aliases or {}).get(best, best)}? " if best else ""
+    raise UsageError(f"{option}: no column {name!r} in this report; {hint}columns: {', '.join(columns)}")
+
+
+def order_and_limit(table: pa.Table, sort: str | None, limit: int | None, per_trace: bool,
+                    aliases: dict[str, str] | None = None) -> pa.Table:
+    import pyarrow as pa
+
     if sort is not None:
-        column, _, direction = sort.partition(":")
-        if column not in table.column_names:
-            raise UsageError(f"--sort {sort}: no column {column!r} in this report; "
-                             f"columns: {', '.join(table.column_names)}")
+        column, sep, direction = sort.rpartition(":")
+        if not sep:
+            column, direction = sort, ""
+        column = resolve_column(column, table.column_names, aliases, f"--sort {sort}")
         if direction not in ("", "asc", "desc"):
             raise UsageError(f"--sort {sort}: the direction after ':' is 'asc' or 'desc'")
         if not direction:
@@ -154,16 +189,13 @@ def order_and_limit(table: pa.Table, sort: str | None, limit: int | None, per_tr
     return table
 
 
-def select_columns(table: pa.Table, columns) -> pa.Table:
+def select_columns(table: pa.Table, columns, aliases: dict[str, str] | None = None) -> pa.Table:
     if not columns:
         return table
     if isinstance(columns, str):
         columns = [c.strip() for c in columns.split(",") if c.strip()]
-    unknown = [c for c in columns if c not in table.column_names]
-    if unknown:
-        raise UsageError(f"-c {','.join(columns)}: no column {unknown[0]!r} in this report; "
-                         f"columns: {', '.join(table.column_names)}")
-    return table.select(list(columns))
+    option = f"-c {','.join(columns)}"
+    return table.select([resolve_column(c, table.column_names, aliases, option) for c in columns])
 
 
 # ------------------------------------------------------------------------------ summary
@@ -196,6 +228,8 @@ def summary(ws, trace_id: int | None = None, per_trace: bool = False, limit: int
             recompute: bool = False) -> Summary:
     """nvprof's overview: GPU activities and API calls; limit: rows per section (and trace);
     recompute: as for run_report."""
+    import pyarrow as pa
+
     parts = []
     for section, by in SECTIONS:
         table = run_report(ws, by, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)

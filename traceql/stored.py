@@ -124,10 +124,12 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'DROP TABLE IF EXISTS "{name}"')
 
 
-def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict) -> pa.Table | None:
+def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
+         limit: int | None = None) -> pa.Table | None:
     """Report BY with these bound parameters from its stored rows, or None when they cannot
     answer it: other parameters than the defaults, several traces without per_trace, a trace
-    ingested before reports were stored, or a report too large to store."""
+    ingested before reports were stored, or a report too large to store. limit: only the
+    first rows of each trace (in the report's order)."""
     if by not in REPORTS or q.origin is not None:
         return None
     if _scope_free(bound) != _scope_free(_default_bound(by, q)):
@@ -142,6 +144,7 @@ def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict)
             return None
         return con.execute(
             f"SELECT * EXCLUDE (row_no) FROM {_table(by, fp)} WHERE list_contains(?, trace_id) "
-            "ORDER BY trace_id, row_no", [ids]).to_arrow_table()
+            "AND (?::BIGINT IS NULL OR row_no < ?::BIGINT) ORDER BY trace_id, row_no",
+            [ids, limit, limit]).to_arrow_table()
     except duckdb.CatalogException:  # a workspace from before stored reports, or rows someone dropped
         return None

@@ -119,7 +119,11 @@ def _check(node: exp.Expression, known: set[str], view: str, columns: list[str])
             raise UsageError(f"--where: {node.sql('duckdb')}: name columns without a table "
                              f"(the filter runs over {view})")
         if node.name not in known:
-            raise UsageError(f"--where: no column {node.name!r} in {view}; columns: {', '.join(columns)}")
+            from .sqlcheck import closest
+
+            best = closest(node.name, columns)
+            hint = f"did you mean {best}? " if best else ""
+            raise UsageError(f"--where: no column {node.name!r} in {view}; {hint}columns: {', '.join(columns)}")
         return
     if isinstance(node, exp.Anonymous):
         if str(node.this).lower() not in _ANONYMOUS:

@@ -16,6 +16,7 @@ from .errors import UsageError, WorkspaceError
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
 
 DEFAULT_DB = "traceql.duckdb"
+ROWS_PER_BATCH = 100_000  # Workspace.sql(batches=True)
 
 # Views listed by `info`, with the name of their count column.
 COUNTED = ("kernel", "memcpy", "memset", "api_call", "nvtx_range", "nvtx_mark", "thread", "device")
@@ -93,7 +94,7 @@ class Workspace:
         self.close()
 
     # -- queries ---------------------------------------------------------------------
-    def sql(self, query: str, params=None, *, dialect: str | None = None) -> pa.Table:
+    def sql(self, query: str, params=None, *, dialect: str | None = None, batches: bool = False) -> pa.Table:
         """Check and run SQL over the contract views; the result of its last statement.
 
         The query is parsed first: a syntax error, an unknown view or column (with the
@@ -101,7 +102,11 @@ class Workspace:
         write=True, any statement that is not a query are refused with a UsageError
         (traceql.sqlcheck). params: a dict for $name placeholders, or a list for ?
         placeholders; DuckDB binds the values. dialect: 'sqlite', 'postgres', 'spark',
-        ... to translate from (traceql.dialects); DuckDB's own by default."""
+        ... to translate from (traceql.dialects); DuckDB's own by default. Columns keep
+        every name (a repeated one as name_1, ...) and integer sums that fit in 64 bits are
+        int64 (traceql.results). batches: a pyarrow.RecordBatchReader that reads the rows as
+        they are consumed, for results too large to hold (read it before closing)."""
+        from .results import tidy, tidy_reader
         from .sqlcheck import Catalog, prepare
 
         if self._catalog is None:
@@ -112,7 +117,9 @@ class Workspace:
             if step.writes:
                 self._catalog = None
                 wrote = True
-        table = result.to_arrow_table() if result.description else pa.table({})
+        if batches and result.description and not wrote:
+            return tidy_reader(result.to_arrow_reader(ROWS_PER_BATCH))
+        table = tidy(result.to_arrow_table()) if result.description else pa.table({})
         if wrote:  # the reports stored at ingest could disagree with what the statements changed
             from . import stored
 
@@ -143,7 +150,9 @@ class Workspace:
         q = library.get(name, self.query_dirs)
         values = library.bind(q, params)
         if q.origin is None:  # built-in: checked by the test suite, run as it is
-            return self.execute(q.sql, values).to_arrow_table()
+            from .results import tidy
+
+            return tidy(self.execute(q.sql, values).to_arrow_table())
         library.check_placeholders(q)
         return self.sql(q.sql, values)
 
@@ -188,8 +197,13 @@ class Workspace:
             row["counts"] = {
                 view: self.con.execute(f"SELECT count(*) FROM {view} WHERE trace_id = ?", [tid]).fetchone()[0]
                 for view in COUNTED}
-            row["warnings"] = [d for (d,) in self.con.execute(
-                "SELECT detail FROM ingest_stats WHERE trace_id = ? AND severity <> 'info' ORDER BY key",
+            from .render import warning_text
+
+            c = row["counts"]
+            totals = {"gpu_op": c["kernel"] + c["memcpy"] + c["memset"], "kernel": c["kernel"],
+                      "api_call": c["api_call"], "nvtx_range": c["nvtx_range"]}
+            row["warnings"] = [warning_text(k, v, d, totals) for k, v, d in self.con.execute(
+                "SELECT key, value, detail FROM ingest_stats WHERE trace_id = ? AND severity <> 'info' ORDER BY key",
                 [tid]).fetchall()]
             out.append(row)
         return out

@@ -112,10 +112,18 @@ WITH outer_ranges AS (
     FROM nvtx_range
     WHERE trace_id = getvariable('trace_id') AND style = 'push/pop' AND name LIKE 'layer:%'
 ),
--- every level above each op (below the depth cap), as (op, level) rows: no join, linear
+-- per thread, the depths (below the depth cap) at which it has such ranges; each op looks at
+-- those above it: one row per op in the join (on the thread, no inequality), then its levels.
+-- (Every level above an op would be linear too, but ops at depth 3 under 'train_step >
+-- backward' ranges that are not torch ops looked up 3 levels for nothing: 42 M rows on bench's
+-- ATTR instead of none.)
+levels AS (
+    SELECT pid, tid, list(DISTINCT depth) AS depths
+    FROM outer_ranges WHERE depth < getvariable('nvtx_depth_cap') GROUP BY pid, tid
+),
 x AS MATERIALIZED (
-    SELECT p.range_id, p.pid, p.tid, p.e, unnest(range(0, least(p.depth, getvariable('nvtx_depth_cap')))) AS lvl
-    FROM raw.torch_parsed p
+    SELECT p.range_id, p.pid, p.tid, p.e, unnest(list_filter(l.depths, d -> d < p.depth)) AS lvl
+    FROM raw.torch_parsed p JOIN levels l ON l.pid = p.pid AND l.tid = p.tid
 ),
 -- only the levels some op looks up (when all ops sit at one depth, none: the join is empty)
 candidates AS (
