@@ -154,7 +154,7 @@ def test_the_attribution_steps_use_asof_and_iejoin(plans):
     op_range = [[name for name, _ in ops] for text, ops in plans if text.startswith("INSERT INTO op_range")]
     se_pairs = [[name for name, _ in ops] for text, ops in plans if "TABLE raw.op_se_pairs" in text]
     assert op_range and se_pairs
-    assert all(names.count("ASOF_JOIN") == 2 for names in op_range)
+    assert all(names.count("ASOF_JOIN") == 1 for names in op_range)
     assert all("IE_JOIN" in names for names in se_pairs)
 
 

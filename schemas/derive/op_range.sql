@@ -17,13 +17,13 @@
 --
 -- push/pop ranges: on one thread they form a stack, so at each depth k the only range that can
 --   hold a call is the one pushed last at depth k before the call started (any later push at
---   that depth would have popped it). For each call and each thread of its process that has
---   push/pop ranges, one ASOF join finds the deepest range pushed at the latest push time on
---   or before the call's start: no range deeper than that one is open then, so only the levels
---   0 .. its depth can hold the call. A second ASOF join of (call, thread, level) triples against
---   the pushes finds the candidate at each of those levels; it holds the call when it ends at or
---   after the call's end. (Several ranges at one depth, thread and start time are zero-length
---   ranges that hold no call of positive length.)
+--   that depth would have popped it). One ASOF join of (call, thread, level) triples, for each
+--   thread of the call's process that has push/pop ranges and each level 0 .. that thread's
+--   deepest below the cap, against the pushes finds the candidate at each level; it holds the
+--   call when it ends at or after the call's end. (Several ranges at one depth, thread and start
+--   time are zero-length ranges that hold no call of positive length.) Bounding the levels of a
+--   call by the depth of its thread's last push before it instead took a GROUP BY of every push
+--   and another ASOF join: 7-8 s more CPU on bench's ATTR, for the same rows.
 -- start/end ranges may overlap and end on another thread: a call is held by each that contains
 --   it, found by one inequality join (DuckDB's IEJoin, sort-based) on keys that put the process
 --   in the high bits, so that only ranges and calls of one process can meet. A hash join on the
@@ -77,32 +77,18 @@ WITH pp0 AS MATERIALIZED (
 -- each thread with push/pop ranges, numbered: (thread number, depth) is one integer key, which
 -- the ASOF joins below partition and sort on faster than on (pid, tid, depth)
 threads AS MATERIALIZED (
-    SELECT pid, tid, row_number() OVER () AS th
-    FROM (SELECT DISTINCT pid, tid FROM pp0)
+    SELECT pid, tid, max(depth) AS max_depth, row_number() OVER () AS th
+    FROM pp0 GROUP BY pid, tid
 ),
 pp AS (
     SELECT p.range_id, t.th * 4294967296 + p.depth AS level_key, p.depth, p.ts, p.r_end
     FROM pp0 p JOIN threads t ON t.pid = p.pid AND t.tid = p.tid
 ),
--- per thread and push time, the deepest range pushed then
-tops AS (
-    SELECT t.th, p.ts, max(p.depth) AS top_depth
-    FROM pp0 p JOIN threads t ON t.pid = p.pid AND t.tid = p.tid
-    GROUP BY t.th, p.ts
-),
--- every call with every thread of its process that has push/pop ranges
-call_threads AS (
-    SELECT c.op_id, c.op_kind, c.a_ts, c.a_end, t.th, t.tid = c.tid AS own
-    FROM raw.op_calls c JOIN threads t ON t.pid = c.pid
-),
-reach AS (
-    SELECT ct.*, tp.top_depth
-    FROM call_threads ct
-    ASOF JOIN tops tp ON tp.th = ct.th AND ct.a_ts >= tp.ts
-),
+-- every call with every thread of its process that has push/pop ranges, at each of its levels
 levels AS (
-    SELECT op_id, op_kind, a_ts, a_end, own, th * 4294967296 + unnest(range(0, top_depth + 1)) AS level_key
-    FROM reach
+    SELECT c.op_id, c.op_kind, c.a_ts, c.a_end, t.tid = c.tid AS own,
+           t.th * 4294967296 + unnest(range(0, t.max_depth + 1)) AS level_key
+    FROM raw.op_calls c JOIN threads t ON t.pid = c.pid
 ),
 stack AS (
     SELECT l.op_id, l.op_kind, p.range_id, p.depth, p.ts,
