@@ -228,3 +228,23 @@ def test_cli_log_option(workspace, tmp_path):
     proc = cli("--db", str(workspace), "plot", "--by", "kernel", "--log", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert png_size(out)[0] >= 800
+
+
+def test_seed_kfac_forward_backward_plot_shows_the_true_backward_time(tmp_path):
+    """The K-FAC walkthrough's figure (ranges picked by keyword, CPU and GPU time side by side)
+    on a PyTorch training trace whose backward kernels come from the autograd thread: the
+    Backward bar is the 760.8 ms those kernels take (the attribution rule), not the 97 ms its
+    own thread launched."""
+    pytest.importorskip("matplotlib")
+    src = trace_file("cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite")
+    traceql.ingest([src], db=tmp_path / "ws.duckdb")
+    with traceql.open(tmp_path / "ws.duckdb") as ws:
+        report = {r["name"]: r for r in ws.report("range", match=["Forward", "Backward"]).to_pylist()}
+        fig = ws.plot("range", tmp_path / "fb.png", match=["Forward", "Backward"])
+    ax = fig.axes[0]
+    scale = {"time (s)": 1e9, "time (ms)": 1e6, "time (µs)": 1e3, "time (ns)": 1}[ax.get_xlabel()]
+    names = [label.split("  (×")[0] for label in labels(fig)]
+    kernel_bars = ax.containers[1]
+    backward = kernel_bars[names.index("Backward")].get_width() * scale
+    assert backward == pytest.approx(report["Backward"]["gpu_kernel_ns"], rel=1e-9)
+    assert abs(backward - 760.8e6) < 0.02 * 760.8e6
