@@ -199,3 +199,21 @@ def test_export_counts_read_as_words(tmp_path):
     invoke("--db", db, "ingest", nsys_stub(tmp_path / "a.sqlite"))
     out = invoke("--db", db, "export", "--format", "perfetto", "-o", tmp_path / "t.json").stdout
     assert ": 1 kernel" in out and "1 kernels" not in out
+
+
+def test_a_streamed_result_keeps_errors_and_interrupts(generated):
+    """sql(..., batches=True) reads rows as they are printed: a Ctrl-C (DuckDB's interrupt) while
+    they are read stays an interrupt, not an Arrow error; the rows are tidy as sql()'s."""
+    import threading
+
+    import duckdb
+
+    with traceql.open(generated) as ws:
+        reader = ws.sql("SELECT sum(dur) AS s, dur, dur FROM kernel GROUP BY dur ORDER BY dur", batches=True)
+        assert reader.schema.names == ["s", "dur", "dur_1"] and reader.schema.field("s").type == pa.int64()
+        assert reader.read_all().equals(ws.sql("SELECT sum(dur) AS s, dur, dur FROM kernel GROUP BY dur ORDER BY dur"))
+        reader = ws.sql("SELECT i FROM range(200000000) t(i) WHERE i % 7 = 3", batches=True)
+        threading.Timer(0.2, ws.con.interrupt).start()
+        with pytest.raises(duckdb.InterruptException):
+            for _ in reader:
+                pass

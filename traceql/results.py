@@ -62,11 +62,23 @@ def tidy(table: pa.Table) -> pa.Table:
     return table
 
 
-def tidy_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+def tidy_reader(reader: pa.RecordBatchReader, on_error=None) -> pa.RecordBatchReader:
     """A reader whose batches are tidy(): unique names; integral decimals as int64 when the
-    first batch fits (a later value beyond 64 bits is an error rather than a wrong number)."""
+    first batch fits (a later value beyond 64 bits is an error rather than a wrong number).
+    on_error(exc): the exception to raise instead when reading fails (DuckDB reports an error
+    of a streamed query, or an interrupted one, through Arrow as an OSError)."""
     names = unique_names(reader.schema.names)
-    first = next(iter(reader), None)
+
+    def read(it):
+        try:
+            return next(it, None)
+        except (OSError, pa.ArrowException) as exc:
+            if on_error is None:
+                raise
+            raise on_error(exc) from None
+
+    it = iter(reader)
+    first = read(it)
     fields = []
     for name, field in zip(names, reader.schema):
         kind = field.type
@@ -76,10 +88,10 @@ def tidy_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
     schema = pa.schema(fields)
 
     def batches():
-        for batch in ([first] if first is not None else []):
+        batch = first
+        while batch is not None:
             yield _conform(batch, schema)
-        for batch in reader:
-            yield _conform(batch, schema)
+            batch = read(it)
 
     return pa.RecordBatchReader.from_batches(schema, batches())
 

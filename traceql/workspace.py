@@ -118,7 +118,7 @@ class Workspace:
                 self._catalog = None
                 wrote = True
         if batches and result.description and not wrote:
-            return tidy_reader(result.to_arrow_reader(ROWS_PER_BATCH))
+            return tidy_reader(result.to_arrow_reader(ROWS_PER_BATCH), on_error=self._stream_error)
         table = tidy(result.to_arrow_table()) if result.description else pa.table({})
         if wrote:  # the reports stored at ingest could disagree with what the statements changed
             from . import stored
@@ -146,6 +146,14 @@ class Workspace:
         """Run a query of the library (queries/NAME.sql, or NAME.sql in a user folder) with
         its parameters; a declared parameter not given is NULL."""
         from . import library
+    def _stream_error(self, exc: Exception) -> Exception:
+        """An error DuckDB reports while a streamed result is read (through Arrow, as an
+        OSError): a Ctrl-C stays an interrupt, anything else is the query's error."""
+        message = str(exc)
+        if "INTERRUPT" in message:
+            return duckdb.InterruptException(message)
+        return UsageError(f"SQL: {one_line_error(message)}")
+
 
         q = library.get(name, self.query_dirs)
         values = library.bind(q, params)
