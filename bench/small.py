@@ -15,8 +15,8 @@ start-up, imports, opening the workspace or file, printing), best of --runs:
    then `summary` and every `report --by NAME` with its defaults, printing the table to a file
    as a person would see it (COLUMNS=120);
 3. nsys-ai (bench/data/nsysai-venv, made by `make bench`): `warm` on a cold cache (its
-   ingest), `--help` (its start-up: it has no --version), `skill run top_kernels` (kernel), `skill run nvtx_layer_breakdown`
-   (range) and `summary`.
+   ingest), `--help` (its start-up: it has no --version), `skill run top_kernels` (kernel),
+   `skill run nvtx_layer_breakdown` (range) and `summary`.
 
 Goals (issue 20): ingest <= 0.5 s, every report <= 0.2 s, start-up (`sql 'SELECT 1'`) <= 0.15 s,
 and traceql faster than nsys-ai on every command both have.
@@ -186,7 +186,8 @@ def render(results: list[dict], meta: dict) -> str:
             nk = "startup" if key == "version" else key
             ts, ns = t[key]["secs"], (n.get(nk) or {}).get("secs")
             if ts is None or ns is None:
-                add(f"| faster than nsys-ai: {label} | {r['name']} | — | nsys-ai: {(n.get(nk) or {}).get('problem')} |")
+                why = (n.get(nk) or {}).get("problem")
+                add(f"| faster than nsys-ai: {label} | {r['name']} | — | nsys-ai: {why} |")
                 continue
             add(f"| faster than nsys-ai: {label} | {r['name']} | {fs(ts)} vs {fs(ns)} "
                 f"| {'met' if ts < ns else 'missed'} (nsys-ai ÷ traceql = {ns / ts:.2f}) |")

@@ -192,6 +192,7 @@ def test_info_of_an_export_without_activity(tmp_path):
     info = invoke("--db", db, "info").stdout
     assert "None" not in info
     assert "  span     none: the export holds no event with a time" in info
+    assert "(version not recorded), no schema version (layout nsys/legacy)" in info
 
 
 def test_export_counts_read_as_words(tmp_path):

@@ -215,7 +215,8 @@ def info(obj: Context, fmt):
     for r in rows:
         click.echo(f"trace {r['trace_id']}: {r['path']}")
         click.echo(f"  format   {r['source_format']} {r['exporter_version'] or '(version not recorded)'}, "
-                   f"schema {r['schema_version'] or '-'} (layout {r['layout']})")
+                   f"{'schema ' + r['schema_version'] if r['schema_version'] else 'no schema version'} "
+                   f"(layout {r['layout']})")
         if r["host"]:
             click.echo(f"  host     {r['host']}")
         click.echo(f"  GPUs     {', '.join(r['gpus']) or 'none'}")

@@ -182,19 +182,26 @@ def shorten_distinct(texts: list[str], width: int) -> list[str]:
 # ------------------------------------------------------------------------------ layout
 
 def terminal_width(out=None, wide: bool = False) -> int | None:
-    """The width tables for people are fitted to: None (no limit) with wide; else $COLUMNS,
-    else the terminal's when `out` is one; else None (a pipe or a file)."""
+    """The width tables for people are fitted to: None (no limit) with wide; printing to
+    standard output or a terminal, $COLUMNS when set, else the terminal's width; None for a
+    pipe without $COLUMNS and for a file."""
     if wide:
+        return None
+    out = out or sys.stdout
+    try:
+        tty = out.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if out is not sys.stdout and not tty:  # -o FILE: lines as long as the data
         return None
     env = os.environ.get("COLUMNS", "")
     if env.strip().isdigit() and int(env) > 0:
         return int(env)
-    out = out or sys.stdout
-    try:
-        if out.isatty():
+    if tty:
+        try:
             return os.get_terminal_size(out.fileno()).columns
-    except (AttributeError, OSError, ValueError):
-        pass
+        except (AttributeError, OSError, ValueError):
+            pass
     return None
 
 
