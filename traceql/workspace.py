@@ -127,6 +127,14 @@ class Workspace:
             contract.write_version(self.con)
         return table
 
+    def _stream_error(self, exc: Exception) -> Exception:
+        """An error DuckDB reports while a streamed result is read (through Arrow, as an
+        OSError): a Ctrl-C stays an interrupt, anything else is the query's error."""
+        message = str(exc)
+        if "INTERRUPT" in message:
+            return duckdb.InterruptException(message)
+        return UsageError(f"SQL: {one_line_error(message)}")
+
     def execute(self, query, params=None):
         """Run trusted SQL (the query library's) as it is: no checks. Use sql() for SQL
         that a user wrote."""
@@ -146,14 +154,6 @@ class Workspace:
         """Run a query of the library (queries/NAME.sql, or NAME.sql in a user folder) with
         its parameters; a declared parameter not given is NULL."""
         from . import library
-    def _stream_error(self, exc: Exception) -> Exception:
-        """An error DuckDB reports while a streamed result is read (through Arrow, as an
-        OSError): a Ctrl-C stays an interrupt, anything else is the query's error."""
-        message = str(exc)
-        if "INTERRUPT" in message:
-            return duckdb.InterruptException(message)
-        return UsageError(f"SQL: {one_line_error(message)}")
-
 
         q = library.get(name, self.query_dirs)
         values = library.bind(q, params)
