@@ -49,11 +49,11 @@ bench: $(STAMP)
 bench-scaling: $(STAMP)
 	$(PY) bench/scaling.py --wait-load $(BENCH_LOAD) --wait-max $(BENCH_WAIT)
 
-clean:
 # Everyday traces (bench/small.py): ingest, start-up and every report as commands on the three
 # largest real exports in ../shared/traces, next to nsys-ai (its venv from `make bench`) and
 # SQLite; writes bench/SMALL.md.
 bench-small: $(STAMP)
 	$(PY) bench/small.py --runs 5 --wait-load $(BENCH_LOAD) --out bench/SMALL.md --json bench/data/small.json
 
+clean:
 	rm -rf $(VENV) build .pytest_cache
