@@ -155,6 +155,7 @@ def test_sort_and_columns_take_what_headers_show(generated):
     assert csv_rows("--sort", "avg") == csv_rows("--sort", "avg_ns")
     assert csv_rows("--sort", "avg_ms:asc") == csv_rows("--sort", "avg_ns:asc")
     assert csv_rows("--sort", "Time(%)") == csv_rows("--sort", "pct")
+    assert csv_rows("--sort", "CALLS:asc") == csv_rows("--sort", "calls:asc")  # headers' case ('Sil')
     assert csv_rows("-c", "name,total,Time(%) of all kernels").splitlines()[0] == "name,total_ns,pct"
     wrong = run_cli("--db", str(generated), "report", "--by", "kernel", "--sort", "avrg")
     assert wrong.returncode == 2

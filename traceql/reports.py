@@ -144,7 +144,8 @@ def resolve_column(name: str, columns: list[str], aliases: dict[str, str] | None
     """The report column `name` means: a column, or what a table header shows for one."""
     if name in columns:
         return name
-    hit = (aliases or {}).get(name.strip().lower())
+    folded = {c.lower(): c for c in columns}
+    hit = folded.get(name.strip().lower()) or (aliases or {}).get(name.strip().lower())
     if hit is not None:
         return hit
     from .sqlcheck import closest
