@@ -7,11 +7,15 @@
 -- column busy_ns: union of those operations' intervals in ns (overlapping streams counted once); 0 for an idle GPU
 -- column span_ns: the trace's time span in ns (trace.duration: first to last event of any kind)
 -- column busy_pct: busy_ns as a percentage of span_ns (the trace span)
+-- column compute_ns: time at least one compute kernel ran, in ns (device_busy; `report --by breakdown`)
+-- column comm_ns: time communication kernels ran while no compute kernel did (exposed communication), in ns
+-- column memory_ns: time only copies or memsets ran, no kernel, in ns
+-- column idle_ns: span_ns - busy_ns: time the GPU ran nothing, in ns
 --
 -- Busy time is stored at ingest (device_busy, schemas/derive/device_busy.sql): the sweep over
 -- every GPU operation it takes is most of the cost of `traceql summary`.
 WITH busy AS (
-    SELECT trace_id, device_id, ops, busy_ns
+    SELECT trace_id, device_id, ops, busy_ns, compute_ns, comm_exposed_ns, memory_exposed_ns
     FROM device_busy
     WHERE ($trace_id IS NULL OR trace_id = $trace_id)
 ),
@@ -27,7 +31,9 @@ SELECT
     coalesce(b.ops, 0) AS ops,
     coalesce(b.busy_ns, 0) AS busy_ns,
     t.duration AS span_ns,
-    100.0 * coalesce(b.busy_ns, 0) / nullif(t.duration, 0) AS busy_pct
+    100.0 * coalesce(b.busy_ns, 0) / nullif(t.duration, 0) AS busy_pct,
+    coalesce(b.compute_ns, 0) AS compute_ns, coalesce(b.comm_exposed_ns, 0) AS comm_ns,
+    coalesce(b.memory_exposed_ns, 0) AS memory_ns, t.duration - coalesce(b.busy_ns, 0) AS idle_ns
 FROM gpus g
 JOIN trace t ON t.trace_id = g.trace_id
 LEFT JOIN busy b ON b.trace_id = g.trace_id AND b.device_id IS NOT DISTINCT FROM g.device_id

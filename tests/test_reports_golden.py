@@ -275,6 +275,17 @@ def test_device_busy_is_the_union_of_each_gpus_operations(small):
             elif e > end:
                 busy, end = busy + e - end, e
         expected.append({"trace_id": 1, "device_id": dev, "ops": len(intervals), "busy_ns": busy})
-    assert ws.sql("SELECT * FROM device_busy ORDER BY device_id").to_pylist() == expected
+    assert ws.sql("SELECT trace_id, device_id, ops, busy_ns FROM device_busy ORDER BY device_id").to_pylist() == expected
+    # the temporal breakdown: the generator writes no communication kernels, so compute is the
+    # union of the kernels, and copies and memsets outside it are exposed memory time
+    kernels: dict = {}
+    for r in ws.sql("SELECT device_id, ts, dur FROM kernel").to_pylist():
+        kernels.setdefault(r["device_id"], []).append((r["ts"], r["ts"] + r["dur"]))
+    for row, exp_row in zip(ws.sql("SELECT * FROM device_busy ORDER BY device_id").to_pylist(), expected):
+        union, end = 0, None
+        for s, e in sorted(kernels[row["device_id"]]):
+            union, end = (union + e - s, e) if end is None or s >= end else (union + max(0, e - end), max(e, end))
+        assert (row["compute_ns"], row["comm_ns"], row["comm_exposed_ns"]) == (union, 0, 0)
+        assert row["memory_exposed_ns"] == exp_row["busy_ns"] - union > 0
     assert sum(r["ops"] for r in expected) == exp["kernels"] + exp["memcpy"] + exp["memset"]
     assert all(0 < r["busy_ns"] < sum(e - s for s, e in per_device[r["device_id"]]) for r in expected)

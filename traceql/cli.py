@@ -433,6 +433,7 @@ REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one ro
 --by op      PyTorch ops: forward and backward GPU time, FLOPs, TFLOP/s, roofline efficiency
 --by kernel-op  one row per kernel with its PyTorch op (PyProf's table; -c picks columns)
 --by layer   GPU work per PyProf 'layer:' NVTX annotation, forward and backward
+--by breakdown  per GPU: the trace span split into compute, exposed communication, memory, idle
 
 Time statistics follow nsys stats: calls, total_ns, pct, avg_ns, med_ns, min_ns, max_ns,
 stddev_ns (sample standard deviation, n - 1). pct is the row's share of the summed time of
@@ -544,6 +545,104 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompu
     else:
         with open(output, "w", encoding="utf-8", newline="") as fh:
             render_summary(result, fmt, fh, unit=unit)
+
+
+ANALYZE_HELP = """Why the GPU is idle, what synchronizes, what to fix first.
+
+\b
+Runs the rules of the query library's analyze/ folder (traceql queries analyze/RULE shows one):
+  gpu_gaps         GPU idle gaps and why the next work came late (host, sync, launch, gpu_wait)
+  sync_calls       synchronizing calls and the GPU idle time after each
+  pageable_memcpy  async copies from pageable host memory (they run synchronously)
+  sync_memcpy      synchronous host-device copies
+  sync_memset      synchronous memsets of pinned or managed memory
+  small_kernels    kernels shorter than their launch call (launch overhead)
+  low_utilization  chunks of a GPU's time with low time utilization
+  exposed_comm     communication kernels no computation overlapped
+  iterations       iterations (ProfilerStep, a repeating NVTX range, kernel pace) and their spread
+
+Each finding comes with evidence rows (the gaps, calls, copies, kernels or windows, with the
+NVTX range and thread they happened in) ranked by recoverable time, the time it cost; rules
+overlap, so their times are not to be added. --param NAME=VALUE sets a rule's threshold
+(--list shows them with their defaults). Tables and markdown show the top --limit rows per rule
+(default 5); csv, tsv and parquet give one row per rule, or with a single --rule its evidence
+rows; json gives both. --fail-on RULE (or 'any') exits with code 8 when the rule has findings
+with recoverable time, for CI.
+"""
+
+
+@cli.command(help=ANALYZE_HELP)
+@click.option("--rule", "rule_names", multiple=True, metavar="NAME", help="Run only this rule (repeatable).")
+@click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A rule parameter, e.g. min_gap_ns=500000 (repeatable; --list shows them).")
+@click.option("--limit", type=click.IntRange(min=0), default=None,
+              help="Evidence rows per rule and trace [default: 5 in tables and markdown, all otherwise].")
+@click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
+              help="table for people, markdown for a pull request; csv, tsv, json, parquet for machines (ns).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="RULE",
+              help="Exit with code 8 when RULE ('any': any rule run) has findings (repeatable).")
+@click.option("--list", "list_rules", is_flag=True, help="List the rules with their parameters and defaults.")
+@wide_option
+@click.pass_obj
+def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail_on, list_rules):
+    from .analyze import FINDINGS_EXIT, rule, rules, write_text
+    from .sqlcheck import parse_params
+
+    if list_rules:
+        for r in (rules().values() if not rule_names else [rule(n) for n in rule_names]):
+            click.echo(f"{r.name}: {r.description}")
+            for p in r.thresholds:
+                default = r.query.defaults.get(p)
+                click.echo(f"  --param {p}=...  {r.query.params[p]} [default: {'-' if default is None else str(default).lower() if isinstance(default, bool) else default}]")
+            click.echo("")
+        return
+    with obj.open() as ws:
+        result = ws.analyze(list(rule_names) or None, trace_id=trace_id, **parse_params(params))
+        traces = ws.execute("SELECT trace_id, path, duration FROM trace WHERE ? IS NULL OR trace_id = ? "
+                            "ORDER BY trace_id", [trace_id, trace_id]).to_arrow_table().to_pylist()
+        gpus = ws.report("breakdown", trace_id=trace_id, per_trace=True).to_pylist()
+    if fmt in ("table", "markdown"):
+        def write(fh, width=None):
+            write_text(result, traces, fh, fmt, width=width, limit=5 if limit is None else limit, gpus=gpus)
+
+        if output is None:
+            from .render import terminal_width
+
+            write(sys.stdout, None if fmt == "markdown" else terminal_width(sys.stdout, wide()))
+        else:
+            with open(output, "w", encoding="utf-8", newline="") as fh:
+                write(fh)
+    elif fmt == "json":
+        doc = {"findings": result.findings.to_pylist(),
+               "evidence": {name: (t if limit is None else _first_rows(t, limit)).to_pylist()
+                            for name, t in result.evidence.items()}}
+        from .render import _json_value
+
+        text = json.dumps(doc, default=_json_value, indent=1) + "\n"
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            Path(output).write_text(text, encoding="utf-8")
+    else:
+        table = result.findings
+        if len(result.rules) == 1:
+            table = result.evidence[next(iter(result.rules))]
+            table = table if limit is None else _first_rows(table, limit)
+        emit(table, fmt, output)
+    failed = result.failed(fail_on) if fail_on else []
+    if failed:
+        click.echo(f"traceql: analyze: findings for {', '.join(failed)} (--fail-on)", err=True)
+        sys.stdout.flush()
+        sys.exit(FINDINGS_EXIT)
+
+
+def _first_rows(table, limit: int):
+    """The first LIMIT rows of each trace of an evidence table (it is ranked within each trace)."""
+    from .reports import order_and_limit
+
+    return order_and_limit(table, None, limit, per_trace=True)
 
 
 @cli.command()

@@ -38,7 +38,7 @@ from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exis
 # Adapter views each layout provides, in the order they are created. A layout folder
 # (schemas/nsys/<layout>/) may override any file of schemas/nsys/common/.
 ADAPTER_FILES = ("labels", "mem_kind", "kernel", "api_call", "memcpy", "memset",
-                 "nvtx_event", "thread", "device", "graph", "stats")
+                 "nvtx_event", "thread", "device", "graph", "host", "stats")
 
 # Contract tables filled from an adapter view, with the id column ingest numbers in
 # (ts, source row) order. kernel, memcpy and memset share one id space (gpu_op.op_id).
@@ -116,10 +116,15 @@ def raw_ddl(layout: str) -> str:
 
 
 def _adapter_sql(layout: str, name: str) -> str:
+    """The adapter file NAME of a layout: its folder's, else its format's common one; preceded by
+    schemas/default/NAME.sql when that exists (empty views for formats that lack the data)."""
     fmt, _, folder = layout.partition("/")
+    default = read_schema(f"default/{name}.sql") + "\n" if schema_exists(f"default/{name}.sql") else ""
     for rel in (f"{fmt}/{folder}/{name}.sql", f"{fmt}/common/{name}.sql"):
         if folder and schema_exists(rel):
-            return read_schema(rel)
+            return default + read_schema(rel)
+    if default:
+        return default
     raise RuntimeError(f"no adapter file {name}.sql for layout {layout}")
 
 
@@ -367,8 +372,11 @@ def _drop_temp_objects(con) -> None:
         con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')
 
 
+# Contract tables of what the host waited on, filled from the source (schemas/derive/host.sql).
+HOST_TABLES = ("sync_event", "osrt_call", "profiler_overhead", "gpu_metric")
+
 # What _fill and _ingest_one tell the progress display after the source tables are read.
-FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "graphs", "nvtx_mark",
+FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "graphs", "host", "nvtx_mark",
               "nvtx_range", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
               "device_busy", "unattributed_gpu", "diagnostics", "stored reports")
 
@@ -399,6 +407,11 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
     con.execute(read_schema("derive/graph.sql"))
     for table in ("graph_exec", "graph_event"):
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
+
+    step("host")  # synchronizations with their API calls, OS runtime calls, profiler overhead, GPU metrics
+    con.execute(read_schema("derive/host.sql"))
+    for table in HOST_TABLES:
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
 
     step("nvtx_mark")

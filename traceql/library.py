@@ -7,7 +7,11 @@ name. The header comment gives a one-line description and the parameters:
     -- column NAME: description       (each output column; 'column NAME if PARAM:' when the
                                        column is shown only when PARAM is true)
     -- label NAME: header             (the column's header in tables for people)
+    -- default NAME: value            (the parameter's value when none is given; else NULL)
     SELECT ... $NAME ...
+
+Queries in a sub-folder are named by their path: queries/analyze/gpu_gaps.sql is the query
+'analyze/gpu_gaps' (the rules of `traceql analyze`).
 
 Parameters are bound by DuckDB ($name placeholders), never pasted into the SQL. The one
 exception is a report's `--where` filter, checked and rebuilt by traceql.where before it
@@ -34,11 +38,12 @@ from .errors import UsageError
 
 ENV = "TRACEQL_QUERIES"
 
-_HEAD = re.compile(r"^--\s*([\w-]+):\s*(.+)$")
+_HEAD = re.compile(r"^--\s*([\w/-]+):\s*(.+)$")
 _PARAM = re.compile(r"^--\s*param\s+(\w+):\s*(.+)$")
 _INPUT = re.compile(r"^--\s*input:\s*(\w+)\s*$")
 _COLUMN = re.compile(r"^--\s*column\s+(\w+)(?:\s+if\s+(\w+))?:\s*(.+)$")
 _LABEL = re.compile(r"^--\s*label\s+(\w+):\s*(.+)$")
+_DEFAULT = re.compile(r"^--\s*default\s+(\w+):\s*(.+)$")
 
 
 @dataclass
@@ -58,6 +63,7 @@ class Query:
     columns: dict[str, Column] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     origin: str | None = None  # None for a built-in query, else the path of the user's file
+    defaults: dict = field(default_factory=dict)  # parameter -> value when none is given
 
 
 def parse(name: str, text: str, origin: str | None = None) -> Query:
@@ -72,22 +78,37 @@ def parse(name: str, text: str, origin: str | None = None) -> Query:
     columns = {m.group(1): Column(m.group(1), m.group(3).strip(), m.group(2))
                for m in map(_COLUMN.match, lines) if m}
     labels = {m.group(1): m.group(2).strip() for m in map(_LABEL.match, lines) if m}
+    defaults = {m.group(1): _value(m.group(2).strip()) for m in map(_DEFAULT.match, lines) if m}
     return Query(name, head.group(2).strip(), text, params, inputs[0] if inputs else None,
-                 columns, labels, origin)
+                 columns, labels, origin, defaults)
+
+
+def _value(text: str):
+    """A '-- default' value: an integer, a decimal number, true/false, else the text."""
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if re.fullmatch(r"-?\d+\.\d*", text):
+        return float(text)
+    return {"true": True, "false": False}.get(text.lower(), text)
 
 
 @cache
 def library() -> dict[str, Query]:
-    """The built-in queries (queries/*.sql shipped with traceql)."""
+    """The built-in queries (queries/*.sql shipped with traceql, and queries/<folder>/*.sql named
+    '<folder>/<file name>')."""
     out = {}
-    for entry in sorted(resources.files("traceql.queries").iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".sql"):
+    root = resources.files("traceql.queries")
+    entries = [("", e) for e in root.iterdir()]
+    entries += [(f"{d.name}/", e) for d in root.iterdir() if d.is_dir() and not d.name.startswith("_")
+                for e in d.iterdir()]
+    for prefix, entry in sorted(entries, key=lambda pe: pe[0] + pe[1].name):
+        if not entry.is_file() or not entry.name.endswith(".sql"):
             continue
-        name = entry.name[:-4]
+        name = prefix + entry.name[:-4]
         try:
             out[name] = parse(name, entry.read_text(encoding="utf-8"))
         except ValueError as exc:
-            raise RuntimeError(f"queries/{entry.name} {exc}") from None
+            raise RuntimeError(f"queries/{name}.sql {exc}") from None
     return out
 
 
@@ -135,12 +156,12 @@ def get(name: str, dirs=()) -> Query:
 
 
 def bind(query: Query, values: dict) -> dict:
-    """Every declared parameter bound: the given value or NULL."""
+    """Every declared parameter bound: the given value, else its '-- default', else NULL."""
     unknown = set(values) - set(query.params)
     if unknown:
         raise UsageError(f"query {query.name} has no parameter {sorted(unknown)[0]!r}; "
                          f"parameters: {', '.join(query.params) or 'none'}")
-    return {p: values.get(p) for p in query.params}
+    return {p: values[p] if values.get(p) is not None else query.defaults.get(p) for p in query.params}
 
 
 def placeholders(sql: str) -> set[str]:

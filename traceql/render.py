@@ -734,6 +734,12 @@ def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
         out.write(_fill(f"{bullet}GPU {g['device_id']} {g['device'] or '(name not recorded)'}: busy {busy} = {pct} "
                         f"of the span (time with at least one kernel, copy or memset running; "
                         f"{g['ops']:,} operations)", width, bullet) + "\n")
+        if g.get("idle_ns") is not None and t["span_ns"]:  # the temporal breakdown, report --by breakdown
+            parts = ", ".join(f"{name} {100.0 * g[col] / t['span_ns']:.2f}%" for name, col in (
+                ("compute", "compute_ns"), ("communication", "comm_ns"), ("memory only", "memory_ns"),
+                ("idle", "idle_ns")))
+            sub = "  - " if fmt == "markdown" else "    "
+            out.write(_fill(f"{sub}of the span: {parts} (report --by breakdown)", width, sub) + "\n")
 
 
 def _section_cells(rows, unit):

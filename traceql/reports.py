@@ -34,6 +34,7 @@ REPORTS = {
     "op": ("op", {"with_shapes": False, "level": "top"}),
     "kernel-op": ("kernel_op", {}),
     "layer": ("layer", {}),
+    "breakdown": ("breakdown", {}),
 }
 
 

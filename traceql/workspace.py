@@ -182,6 +182,15 @@ class Workspace:
         self.check_trace(trace_id)
         return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
 
+    def analyze(self, rules=None, trace_id: int | None = None, **params):
+        """What `traceql analyze` finds: a traceql.analyze.Analysis (findings, one row per trace and
+        rule ranked by recoverable time; evidence, the rows of each rule). rules: names of rules
+        (queries/analyze/<rule>.sql) to run, default all; params: rule parameters such as
+        min_gap_ns=500000, given to every rule that declares them."""
+        from .analyze import analyze
+
+        return analyze(self, rules, trace_id=trace_id, params=params)
+
     def traces(self) -> pa.Table:
         return self.sql("SELECT * FROM trace ORDER BY trace_id")
 

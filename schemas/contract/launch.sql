@@ -9,5 +9,6 @@ CREATE TABLE launch (
     api_ts            BIGINT,           -- start of the launching call in ns (trace clock)
     api_dur           BIGINT,           -- duration of the launching call in ns
     api_name          VARCHAR,          -- name of the launching call, e.g. 'cudaLaunchKernel'
-    queue_delay       BIGINT            -- GPU start minus the end of the launching call in ns; NULL when negative or unknown
+    queue_delay       BIGINT,           -- GPU start minus the end of the launching call in ns; NULL when negative or unknown
+    category          ENUM('compute', 'communication', 'memory') NOT NULL -- what the operation does: 'communication' for collective and peer-to-peer kernels (NCCL, RCCL, MSCCL, names with all_reduce, all_gather, reduce_scatter, all_to_all; schemas/derive/launch.sql), 'compute' for other kernels, 'memory' for copies and memsets
 );

@@ -16,6 +16,17 @@ FROM (SELECT count(*) AS n
       GROUP BY pid, correlation_id
       HAVING count(*) > 1);
 
+-- launch_comm_names: the distinct kernel names of the trace that are communication (collectives and
+-- point-to-point transfers run as kernels): NCCL, RCCL and MSCCL kernels (ncclKernel_*,
+-- ncclDevKernel_*), and collectives of other libraries named for what they do (all_reduce,
+-- all_gather, reduce_scatter, all_to_all in either spelling, vLLM's cross_device_reduce), ignoring
+-- case. This is the one place launch.category, and through it device_busy and traceql analyze,
+-- tell communication from compute. Names are matched once each, not once per kernel.
+CREATE OR REPLACE TEMP TABLE launch_comm_names AS
+SELECT name
+FROM (SELECT DISTINCT name FROM kernel WHERE trace_id = getvariable('trace_id') AND name IS NOT NULL)
+WHERE regexp_matches(name, '(?i)(nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce)');
+
 -- derived_launch_first: the plain equi-join, right when no two calls share a key, as in most
 -- traces (the ranking this needed before cost 5 s of 8.6 s for the 15 M operations of the L
 -- benchmark).
@@ -23,10 +34,13 @@ CREATE OR REPLACE TEMP VIEW derived_launch_first AS
 SELECT
     o.trace_id, o.op_id, o.op_kind, a.api_id, o.pid, a.tid,
     a.ts AS api_ts, a.dur AS api_dur, a.name AS api_name,
-    CASE WHEN o.ts - (a.ts + a.dur) >= 0 THEN o.ts - (a.ts + a.dur) END AS queue_delay
+    CASE WHEN o.ts - (a.ts + a.dur) >= 0 THEN o.ts - (a.ts + a.dur) END AS queue_delay,
+    CASE WHEN o.op_kind <> 'kernel' THEN 'memory' WHEN c.name IS NOT NULL THEN 'communication' ELSE 'compute' END
+        AS category
 FROM gpu_op o
 LEFT JOIN api_call a
   ON a.trace_id = o.trace_id AND a.pid = o.pid AND a.correlation_id = o.correlation_id
+LEFT JOIN launch_comm_names c ON c.name = o.name
 WHERE o.trace_id = getvariable('trace_id');
 
 -- derived_launch: when calls share keys, each operation takes, among the calls of its key, the
@@ -58,8 +72,11 @@ chosen AS (
 SELECT
     o.trace_id, o.op_id, o.op_kind, a.api_id, o.pid, a.tid,
     a.ts AS api_ts, a.dur AS api_dur, a.name AS api_name,
-    CASE WHEN o.ts - (a.ts + a.dur) >= 0 THEN o.ts - (a.ts + a.dur) END AS queue_delay
+    CASE WHEN o.ts - (a.ts + a.dur) >= 0 THEN o.ts - (a.ts + a.dur) END AS queue_delay,
+    CASE WHEN o.op_kind <> 'kernel' THEN 'memory' WHEN n.name IS NOT NULL THEN 'communication' ELSE 'compute' END
+        AS category
 FROM gpu_op o
 LEFT JOIN chosen c ON c.op_id = o.op_id
 LEFT JOIN api_call a ON a.trace_id = o.trace_id AND a.api_id = c.api_id
+LEFT JOIN launch_comm_names n ON n.name = o.name
 WHERE o.trace_id = getvariable('trace_id');

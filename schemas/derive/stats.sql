@@ -26,6 +26,11 @@ SELECT trace_id, 'api_call.negative_duration', count(*), 'warning',
        'CUDA API calls whose end lies before their start'
 FROM api_call WHERE dur < 0 GROUP BY trace_id
 UNION ALL
+SELECT trace_id, 'sync_event.without_call', count(*), 'info',
+       'CUDA synchronizations with no API call of the same correlation id in their process: kind from the '
+       || 'record''s own type where the format keeps a reliable one (nvprof), else ''unknown''; tid NULL'
+FROM sync_event WHERE api_id IS NULL GROUP BY trace_id
+UNION ALL
 SELECT trace_id, 'gpu_op.without_correlation_id', count(*), 'info',
        'GPU operations with no correlation id (cannot be joined to a launching call)'
 FROM gpu_op WHERE correlation_id IS NULL GROUP BY trace_id

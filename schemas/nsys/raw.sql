@@ -73,3 +73,23 @@ CREATE TABLE NVTX_EVENTS (
     color BIGINT, text VARCHAR, globalTid BIGINT, endGlobalTid BIGINT, textId BIGINT,
     domainId BIGINT
 );
+
+-- What the CPU waited on (schemas/nsys/common/host.sql): CUDA synchronizations, OS runtime calls
+-- (--trace osrt), the profiler's own overhead, and GPU metric samples (--gpu-metrics-devices).
+-- SYNCHRONIZATION's syncType is not read: its numbering differs between exporter versions
+-- (3.16 counts from 0, 3.17.2 moved the old values to deprecatedSyncType and writes 0), so the
+-- kind is taken from the API call with the record's correlation id.
+CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (
+    start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT,
+    correlationId BIGINT, globalPid BIGINT, eventId BIGINT
+);
+
+CREATE TABLE OSRT_API (
+    start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT, returnValue BIGINT, nestingLevel BIGINT
+);
+
+CREATE TABLE PROFILER_OVERHEAD (start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+
+CREATE TABLE GPU_METRICS (timestamp BIGINT, typeId BIGINT, metricId BIGINT, value DOUBLE);
+
+CREATE TABLE TARGET_INFO_GPU_METRICS (typeId BIGINT, metricId BIGINT, metricName VARCHAR);

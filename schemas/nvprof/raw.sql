@@ -78,3 +78,14 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_DEVICE (
     l2CacheSize BIGINT, coreClockRate BIGINT, numMultiprocessors BIGINT,
     computeCapabilityMajor BIGINT, computeCapabilityMinor BIGINT, uuid BLOB
 );
+
+-- CUDA synchronizations (schemas/nvprof/common/host.sql): type is CUPTI's
+-- CUpti_ActivitySynchronizationType (1 event synchronize, 2 stream wait event, 3 stream
+-- synchronize, 4 context synchronize); ids of 0xFFFFFFFF mean none. A context's device comes
+-- from CONTEXT.
+CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (
+    _id_ BIGINT, type BIGINT, start BIGINT, "end" BIGINT, correlationId BIGINT, contextId BIGINT,
+    streamId BIGINT, cudaEventId BIGINT
+);
+
+CREATE TABLE CUPTI_ACTIVITY_KIND_CONTEXT (_id_ BIGINT, contextId BIGINT, deviceId BIGINT);
