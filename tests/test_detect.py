@@ -39,7 +39,7 @@ def test_nvvp_session_xml_is_rejected_with_one_line_and_workspace_untouched(tmp_
     (b"", "an empty file, not a SQLite database"),
     (b"hello, world\n", "not a SQLite database"),
     (bytes(range(256)) * 4, "not a SQLite database"),
-    (b'{"traceEvents": []}', "a JSON file, not a SQLite database"),
+    (b'{"events": []}', "a JSON file that is not a PyTorch profiler (Kineto) trace"),
 ])
 def test_non_sqlite_inputs(tmp_path, content, expected):
     path = tmp_path / "input.sqlite"

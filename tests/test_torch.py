@@ -37,7 +37,7 @@ def parse(names: list[str], tid: int = 1) -> list[dict]:
     con.execute(read_schema("contract/nvtx_range.sql"))
     n = len(names)
     for i, name in enumerate(names):
-        con.execute("INSERT INTO nvtx_range VALUES (1, ?, 7, ?, NULL, ?, ?, ?, NULL, '', 'push/pop', ?, ?, '', NULL, NULL)",
+        con.execute("INSERT INTO nvtx_range VALUES (1, ?, 7, ?, NULL, ?, ?, ?, NULL, '', 'push/pop', ?, ?, '', NULL, NULL, NULL)",
                     [i, tid, 1000 + i, 2 * (n - i) * 10, name, i, i - 1 if i else None])
     con.execute("ATTACH ':memory:' AS raw")
     con.execute("SET VARIABLE trace_id = 1")

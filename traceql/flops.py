@@ -90,11 +90,20 @@ class Cost:
 
 # ----------------------------------------------------------------------------- inputs
 
-def args_from_sizes(sizes) -> list[Arg]:
-    """emit_nvtx sizes (a list of lists, or its text): '[]' entries are non-tensors."""
+def args_from_sizes(sizes, dtypes: str | None = None) -> list[Arg]:
+    """emit_nvtx sizes (a list of lists, or its text): '[]' entries are non-tensors, and so are
+    the lists of lists a Kineto trace writes for a TensorList input. DTYPES (Kineto's 'Input
+    type', one per input joined by ','; torch_op.dtypes) gives each tensor its dtype."""
     if isinstance(sizes, str):
         sizes = ast.literal_eval(sizes)
-    return [Arg(tuple(int(d) for d in s)) if s else Arg(value=UNKNOWN) for s in (sizes or [])]
+    types = dtypes.split(",") if dtypes else []
+    out = []
+    for i, s in enumerate(sizes or []):
+        if s and all(isinstance(d, int) for d in s):
+            out.append(Arg(tuple(s), canonical_dtype(types[i]) if i < len(types) and types[i] else None))
+        else:
+            out.append(Arg(value=UNKNOWN))
+    return out
 
 
 def args_from_marker(text: str) -> list[Arg] | None:

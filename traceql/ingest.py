@@ -31,6 +31,7 @@ from .errors import InputError, TraceqlError, UnsupportedVersionError, Workspace
 from .progress import as_progress
 from .pytorch import prepare_kernel_op
 from .reader import stage
+from . import kineto
 from . import stored
 from . import contract
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
@@ -340,7 +341,10 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
     _drop_temp_objects(con)  # the previous file's adapter views and tables (another format may differ)
     con.execute("ATTACH ':memory:' AS raw")
     try:
-        report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging)
+        if det.source_format == "kineto":  # JSON, not SQLite: traceql/kineto.py stages it
+            report = kineto.stage(con, path, raw_ddl(det.layout), progress=staging, det=det)
+        else:
+            report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging)
         prepare_adapters(con, det.layout)
         for name in ADAPTER_FILES:
             con.execute(_adapter_sql(det.layout, name))
@@ -526,11 +530,13 @@ def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | Non
     con.execute(
         "INSERT INTO trace BY NAME SELECT "
         "?::INTEGER AS trace_id, ? AS path, ?::BIGINT AS file_size, ? AS file_sha256, ? AS source_format, "
-        "? AS exporter_version, ? AS schema_version, ? AS layout, ? AS host, NULL AS rank, "
+        "? AS exporter_version, ? AS schema_version, ? AS layout, ? AS host, ?::INTEGER AS rank, "
+        "?::INTEGER AS world_size, "
         "? AS clock, ?::BIGINT AS start_utc_ns, ?::BIGINT AS utc_offset_ns, ?::BIGINT AS start_ts, "
         "?::BIGINT AS end_ts, ?::BIGINT - ?::BIGINT AS duration, "
         "?::TIMESTAMP AS ingested_at, ? AS traceql_version",
         [trace_id, str(path), path.stat().st_size, sha256, det.source_format, det.exporter_version,
-         det.schema_version, det.layout, meta.get("EXPORT_HOST"), clock, utc, offset,
+         det.schema_version, det.layout, meta.get("EXPORT_HOST"), meta.get("RANK"), meta.get("WORLD_SIZE"),
+         clock, utc, offset,
          start_ts, end_ts, end_ts, start_ts,
          datetime.now(timezone.utc).replace(tzinfo=None), __version__])

@@ -37,14 +37,14 @@ def formula_keys(con) -> None:
 
 def unit_costs(con) -> None:
     inputs = con.execute(
-        "SELECT DISTINCT unit_kind, key, sizes, marker_text, kdtype FROM raw.kop_unit_inputs").fetchall()
-    cols: dict[str, list] = {c: [] for c in ("unit_kind", "key", "sizes", "marker_text", "kdtype", "dtype",
+        "SELECT DISTINCT unit_kind, key, sizes, marker_text, kdtype, dtypes FROM raw.kop_unit_inputs").fetchall()
+    cols: dict[str, list] = {c: [] for c in ("unit_kind", "key", "sizes", "marker_text", "kdtype", "dtypes", "dtype",
                                                "op_family", "flops", "bytes", "params", "tc_eligible")}
-    for unit_kind, key, sizes, marker_text, kdtype in inputs:
+    for unit_kind, key, sizes, marker_text, kdtype, dtypes in inputs:
         dtype, c = kdtype, None
         if unit_kind == "op":
             try:
-                args = flops.args_from_sizes(sizes)
+                args = flops.args_from_sizes(sizes, dtypes)  # dtypes: Kineto's Input type, else NULL
             except (ValueError, SyntaxError):
                 args = None
         else:
@@ -53,7 +53,7 @@ def unit_costs(con) -> None:
             dtype = flops._dtype(args, flops.canonical_dtype(kdtype))
             c = flops.cost(key, args, dtype, "backward" if unit_kind == "backward" else "forward")
         for name, value in (("unit_kind", unit_kind), ("key", key), ("sizes", sizes), ("marker_text", marker_text),
-                            ("kdtype", kdtype), ("dtype", dtype),
+                            ("kdtype", kdtype), ("dtypes", dtypes), ("dtype", dtype),
                             ("op_family", c.family if c else flops.family(key)),
                             ("flops", c.flops if c else None), ("bytes", c.bytes if c else None),
                             ("params", c.params if c else _default_params(args, dtype)),

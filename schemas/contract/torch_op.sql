@@ -1,4 +1,4 @@
--- torch_op: one row per PyTorch op range (emit_nvtx / nsys --pytorch ranges of every string generation, and PyProf argument markers), parsed, with its direction and forward partner.
+-- torch_op: one row per PyTorch op range (emit_nvtx / nsys --pytorch ranges of every string generation, PyProf argument markers, and the cpu_op events of PyTorch profiler traces), parsed, with its direction and forward partner.
 CREATE TABLE torch_op (
     trace_id          INTEGER NOT NULL, -- trace this row belongs to (trace.trace_id)
     range_id          BIGINT NOT NULL,  -- the NVTX range (nvtx_range.range_id)
@@ -9,11 +9,11 @@ CREATE TABLE torch_op (
     kind              ENUM('backward_node', 'engine_wrapper', 'op', 'pyprof') NOT NULL, -- 'op' (an operator or record_function range), 'backward_node' (an autograd Node such as AddmmBackward0, AccumulateGrad), 'engine_wrapper' ('autograd::engine::evaluate_function: <node>') or 'pyprof' (a PyProf argument marker {'mod': .., 'op': .., 'args': ..})
     name              VARCHAR,          -- op name without the ', seq = ..', ', op_id = ..', ', sizes = ..' suffixes, e.g. 'aten::addmm', 'AddmmBackward0'; the op of a PyProf marker, e.g. 'linear'; NULL when the exporter dropped it (PyTorch ~1.2-1.9 with seq < 0 and record_shapes)
     module            VARCHAR,          -- PyProf marker module, e.g. 'torch.nn.functional', 'Tensor'; NULL for other kinds
-    generation        ENUM('1.0', 'bare', 'legacy', 'observer', 'pyprof') NOT NULL, -- string format: '1.0' ('name, seq=N' / 'stashed seq=N'), 'legacy' (', seq = N' without op_id), 'observer' (', op_id = N', PyTorch ~1.12+), 'bare' (a namespaced name or Backward node without any suffix), 'pyprof'
-    seq               BIGINT,           -- autograd sequence number (', seq = N'); a backward node carries the seq of the forward op that created it; NULL when absent
+    generation        ENUM('1.0', 'bare', 'kineto', 'legacy', 'observer', 'pyprof') NOT NULL, -- string format: '1.0' ('name, seq=N' / 'stashed seq=N'), 'legacy' (', seq = N' without op_id), 'observer' (', op_id = N', PyTorch ~1.12+), 'bare' (a namespaced name or Backward node without any suffix), 'pyprof', 'kineto' (a PyTorch profiler cpu_op: the name as written, seq, sizes and dtypes from its args)
+    seq               BIGINT,           -- autograd sequence number (', seq = N', Kineto's 'Sequence number'); a backward node carries the seq of the forward op that created it; NULL when absent
     op_id             BIGINT,           -- RecordFunction handle (', op_id = N'): process-unique, links consumers to producers through input_op_ids
-    sizes             VARCHAR,          -- input sizes as written, one entry per input ('[]' for scalars, non-tensors and 0-dim tensors), e.g. '[[32, 400], [120, 400], [120]]'; built from the arguments for PyProf markers; CAST(sizes AS BIGINT[][]) gives a list
-    dtypes            VARCHAR,          -- PyProf markers: the dtype of each input joined by ',' (empty for non-tensors), e.g. 'float32,,float32'; NULL for emit_nvtx ranges, which carry no dtypes
+    sizes             VARCHAR,          -- input sizes as written, one entry per input ('[]' for scalars, non-tensors and 0-dim tensors), e.g. '[[32, 400], [120, 400], [120]]'; built from the arguments for PyProf markers, Kineto's 'Input Dims' (written with ', ' as emit_nvtx does); CAST(sizes AS BIGINT[][]) gives a list
+    dtypes            VARCHAR,          -- PyProf markers and Kineto cpu_ops: the dtype of each input joined by ',' (empty for non-tensors), e.g. 'float32,,float32' (Kineto's 'Input type' c10::BFloat16 is written bfloat16, long int int64, ...); NULL for emit_nvtx ranges, which carry no dtypes
     input_op_ids      VARCHAR,          -- producers of the tensor inputs as written, '[(op_id,output_nr), ...]', (0,-1) when unknown
     direction         ENUM('backward', 'forward') NOT NULL, -- 'backward' for backward nodes, engine wrappers, ops inside them, and ops outside nodes on a thread that runs only backward work; 'forward' otherwise
     parent_op_range_id BIGINT,          -- nearest enclosing torch op of kind op, backward_node or engine_wrapper (range_id); NULL at the top

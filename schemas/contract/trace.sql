@@ -4,12 +4,13 @@ CREATE TABLE trace (
     path              VARCHAR NOT NULL, -- absolute path of the source file at ingest time
     file_size         BIGINT,           -- size of the source file in bytes
     file_sha256       VARCHAR,          -- SHA-256 of the source file's bytes at ingest (hex): traceql upgrade reads the file again only when it still matches
-    source_format     VARCHAR NOT NULL, -- 'nsys' (Nsight Systems SQLite export) or 'nvprof' (nvprof SQLite database)
+    source_format     VARCHAR NOT NULL, -- 'nsys' (Nsight Systems SQLite export), 'nvprof' (nvprof SQLite database) or 'kineto' (PyTorch profiler Chrome-trace JSON)
     exporter_version  VARCHAR,          -- version of the tool that wrote the file (EXPORT_PRODUCT_VERSION); NULL when the file does not say
     schema_version    VARCHAR,          -- export schema version stored in the file (EXPORT_SCHEMA_VERSION, nvprof Version); NULL when absent
     layout            VARCHAR NOT NULL, -- schemas/ adapter folder that read the file, e.g. 'nsys/v3'
     host              VARCHAR,          -- host name recorded by the exporter, when present
-    rank              INTEGER,          -- rank of this file in a multi-rank job, when known (NULL otherwise)
+    rank              INTEGER,          -- rank of this file in a multi-rank job, when known (NULL otherwise): Kineto's distributedInfo.rank
+    world_size        INTEGER,          -- number of ranks of the job, when the trace records it (Kineto's distributedInfo.world_size), else NULL
     clock             VARCHAR NOT NULL, -- 'session' when ts counts ns from the session start, 'epoch' when ts is absolute Unix-epoch ns
     start_utc_ns      BIGINT,           -- UTC Unix-epoch ns of the session start (ts = 0 on the session clock); NULL when unknown
     utc_offset_ns     BIGINT,           -- add to any ts of this trace to get UTC Unix-epoch ns (aligns ranks); NULL when unknown

@@ -26,6 +26,7 @@ units AS (
     LEFT JOIN torch_unit_cost c
       ON c.unit_kind = i.unit_kind AND c.key IS NOT DISTINCT FROM i.key AND c.sizes IS NOT DISTINCT FROM i.sizes
      AND c.marker_text IS NOT DISTINCT FROM i.marker_text AND c.kdtype IS NOT DISTINCT FROM i.kdtype
+     AND c.dtypes IS NOT DISTINCT FROM i.dtypes
 ),
 k AS (
     SELECT u.*, kk.name, kk.dur, l.api_ts,

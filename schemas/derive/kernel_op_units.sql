@@ -129,7 +129,7 @@ overlapping AS (
       AND u.unit_kind IN ('op', 'pyprof') AND r.range_id <> u.unit_range_id
       AND r.range_id IN (SELECT unit_range_id FROM raw.kop_units WHERE unit_kind IS NOT NULL)
 )
-SELECT g.unit_kind, g.unit_range_id, g.kdtype, t.sizes,
+SELECT g.unit_kind, g.unit_range_id, g.kdtype, t.sizes, CASE WHEN t.kind <> 'pyprof' THEN t.dtypes END AS dtypes,
        CASE WHEN t.kind = 'pyprof' THEN n.name END AS marker_text,
        fk.key, o.range_id IS NOT NULL AS overlaps
 FROM (SELECT unit_kind, unit_range_id, arg_max(dtype, (dur, -kernel_id)) FILTER (WHERE dtype IS NOT NULL) AS kdtype

@@ -98,7 +98,7 @@ SELECT s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name
        CASE WHEN p.parent_range_id IS NULL THEN coalesce(s.group_name, '')
             WHEN d.anc_id IS NOT NULL THEN y.path || ' > … > ' || coalesce(s.group_name, '')
             ELSE x.path || ' > ' || coalesce(s.group_name, '') END AS path,
-       s.color, s.category
+       s.color, s.category, s.args
 FROM (SELECT *, nvtx_group_name(name) AS group_name FROM raw.nvtx_stage) s  -- the macro of derive/group_name.sql
 LEFT JOIN raw.nvtx_parent p USING (range_id)
 LEFT JOIN raw.nvtx_path x ON x.range_id = p.parent_range_id

@@ -9,6 +9,13 @@
 --   seq -1            'aten::mm' / 'aten::mm, op_id = 18' (grad mode off, ops run inside backward)
 --   engine wrapper    'autograd::engine::evaluate_function: AddmmBackward0[, op_id = 19]'
 --   PyProf markers    "{'mod': 'torch.nn.functional', 'op': 'linear', 'args': [{'name': '', 'type': 'tensor', 'shape': (32, 400), 'dtype': 'float32'}, ...]}"
+--   Kineto cpu_op     name 'aten::addmm' as written; its args (nvtx_range.args, the PyTorch profiler's JSON) give
+--                     'Sequence number' (seq), 'Input Dims' (2021: 'Input dims'; sizes, written with ', ' as
+--                     emit_nvtx writes them) and 'Input type' (dtypes: c10::BFloat16 -> bfloat16, long int -> int64,
+--                     non-tensors empty). Every cpu_op is a torch op (the profiler records only operators as cpu_op;
+--                     record_function blocks are user_annotation ranges); 'Fwd thread id' is not used: forward ops
+--                     write 0, backward ops the forward thread's RecordFunction id (1), neither an OS thread.
+--                     The range name and its args are the one source: nothing is parsed from elsewhere.
 --
 -- The suffixes are anchored at the end of the string, so names holding commas or parentheses
 -- ('FSDP::post_forward (encoder.block.0), op_id = 7') keep them. A range without any suffix is
@@ -30,45 +37,65 @@
 -- nothing.
 CREATE OR REPLACE TABLE raw.torch_parsed AS
 WITH cand AS (
-    SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, ts, dur, depth, name
+    SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, ts, dur, depth, name,
+           CASE WHEN domain = 'cpu_op' AND args IS NOT NULL THEN args END AS kineto_args
     FROM nvtx_range
     WHERE trace_id = getvariable('trace_id') AND style = 'push/pop'
-      AND (name LIKE '%, seq = %' OR name LIKE '%, op_id = %' OR name LIKE '%, sizes = %'
+      AND ((domain = 'cpu_op' AND args IS NOT NULL) OR name LIKE '%, seq = %' OR name LIKE '%, op_id = %' OR name LIKE '%, sizes = %'
            OR name LIKE '%seq=%' OR name LIKE '%Backward%' OR name LIKE '{''%'
            OR name LIKE 'aten::%' OR name LIKE 'prim::%' OR name LIKE 'c10d::%'
            OR name LIKE '\_c10d\_functional::%' ESCAPE '\' OR name LIKE 'torch::%' OR name LIKE 'autograd::%')
+),
+-- Kineto 'Input type' spellings -> the dtype names of PyProf markers ('' for non-tensors)
+kineto_types AS (
+    SELECT range_id,
+           list_transform(TRY_CAST(json_extract(kineto_args, '$."Input type"') AS VARCHAR[]), t ->
+               CASE lower(t) WHEN 'float' THEN 'float32' WHEN 'double' THEN 'float64' WHEN 'c10::half' THEN 'float16'
+                    WHEN 'c10::bfloat16' THEN 'bfloat16' WHEN 'long int' THEN 'int64' WHEN 'long' THEN 'int64'
+                    WHEN 'int' THEN 'int32' WHEN 'short int' THEN 'int16' WHEN 'short' THEN 'int16'
+                    WHEN 'signed char' THEN 'int8' WHEN 'unsigned char' THEN 'uint8' WHEN 'bool' THEN 'bool'
+                    WHEN 'c10::complex<float>' THEN 'complex64' WHEN 'c10::complex<double>' THEN 'complex128'
+                    ELSE CASE WHEN lower(t) LIKE 'c10::float8\_%' ESCAPE '\' THEN lower(substr(t, 6)) ELSE '' END
+               END) AS types
+    FROM cand WHERE kineto_args IS NOT NULL
 ),
 -- the regular expressions run only on the strings that can match them (most ranges of a big
 -- trace are bare 'aten::x' names)
 parsed AS (
     SELECT c.*,
-           CASE WHEN name LIKE '%seq=%' THEN
+           CASE WHEN kineto_args IS NULL AND name LIKE '%seq=%' THEN
                regexp_extract(name, '^(.*), (stashed )?seq=(-?\d+)$', ['nm', 'stashed', 'seq']) END AS v10,
-           CASE WHEN contains(name, ', ') THEN
+           CASE WHEN kineto_args IS NULL AND contains(name, ', ') THEN
                regexp_extract(name,
                    '^(.*?)(?:, seq = (-?\d+))?(?:, op_id = (\d+))?'
                    '(?:, sizes = (\[(?:\[[-\d, ]*\](?:, )?)*\]))?'
                    '(?:, input_op_ids = (\[(?:\(-?\d+, ?-?\d+\)(?:, )?)*\]))?$',
                    ['nm', 'seq', 'op_id', 'sizes', 'ids']) END AS vx,
-           name LIKE '{''%' AND contains(name, '''op'': ''') AND contains(name, '''args'': [') AS is_pyprof
+           kineto_args IS NULL AND name LIKE '{''%' AND contains(name, '''op'': ''')
+               AND contains(name, '''args'': [') AS is_pyprof
     FROM cand c
 ),
 fields AS (
-    SELECT range_id, pid, tid, ts, dur, depth, name AS text, is_pyprof,
+    SELECT range_id, pid, tid, ts, dur, depth, name AS text, is_pyprof, kineto_args,
            CASE WHEN is_pyprof THEN 'pyprof'
+                WHEN kineto_args IS NOT NULL THEN 'kineto'
                 WHEN v10.seq <> '' THEN '1.0'
                 WHEN vx.op_id <> '' THEN 'observer'
                 WHEN vx.seq <> '' OR vx.sizes <> '' THEN 'legacy'
                 ELSE 'bare' END AS generation,
            CASE WHEN is_pyprof THEN regexp_extract(name, '''op'': ''([^'']*)''', 1)
                 WHEN v10.seq <> '' THEN v10.nm
-                WHEN vx IS NULL THEN name
+                WHEN vx IS NULL THEN name  -- Kineto names too
                 ELSE nullif(vx.nm, '') END AS op_name,
            CASE WHEN is_pyprof THEN regexp_extract(name, '''mod'': ''([^'']*)''', 1) END AS module,
-           CASE WHEN v10.seq <> '' THEN TRY_CAST(v10.seq AS BIGINT) ELSE TRY_CAST(nullif(vx.seq, '') AS BIGINT) END AS seq,
+           CASE WHEN kineto_args IS NOT NULL THEN TRY_CAST(json_extract_string(kineto_args, '$."Sequence number"') AS BIGINT)
+                WHEN v10.seq <> '' THEN TRY_CAST(v10.seq AS BIGINT) ELSE TRY_CAST(nullif(vx.seq, '') AS BIGINT) END AS seq,
            coalesce(v10.stashed <> '', false) AS stashed,
            TRY_CAST(nullif(vx.op_id, '') AS BIGINT) AS op_id,
-           nullif(vx.sizes, '') AS sizes_text,
+           CASE WHEN kineto_args IS NOT NULL THEN
+                    replace(CAST(coalesce(json_extract(kineto_args, '$."Input Dims"'),
+                                          json_extract(kineto_args, '$."Input dims"')) AS VARCHAR), ',', ', ')
+                ELSE nullif(vx.sizes, '') END AS sizes_text,
            nullif(vx.ids, '') AS input_op_ids
     FROM parsed
 ),
@@ -98,9 +125,10 @@ SELECT t.range_id, t.pid, t.tid, t.ts, t.dur, t.depth, t.kind, t.generation, t.o
        coalesce(t.sizes_text,
                 '[' || array_to_string(list_transform(a.shp, s -> '[' || coalesce(rtrim(s, ','), '') || ']'), ', ') || ']')
            AS sizes,
-       CASE WHEN a.range_id IS NOT NULL THEN array_to_string(list_transform(a.dts, d -> coalesce(d, '')), ',') END AS dtypes,
+       CASE WHEN a.range_id IS NOT NULL THEN array_to_string(list_transform(a.dts, d -> coalesce(d, '')), ',')
+            WHEN k.types IS NOT NULL THEN array_to_string(k.types, ',') END AS dtypes,
        coalesce(t.ts + t.dur, 9223372036854775807) AS e
-FROM typed t LEFT JOIN args a USING (range_id);
+FROM typed t LEFT JOIN args a USING (range_id) LEFT JOIN kineto_types k USING (range_id);
 
 -- enclosing torch ops, markers and 'layer:' ranges of every op, one level per ASOF row
 CREATE OR REPLACE TABLE raw.torch_anc AS

@@ -24,7 +24,8 @@ SELECT
     CASE WHEN coalesce(n.domainId, 0) = 0 THEN ''
          ELSE coalesce(dom.domain, 'domain ' || n.domainId) END            AS domain,
     n.color,
-    n.category
+    n.category,
+    CAST(NULL AS VARCHAR)                                                  AS args  -- Kineto's event args
 FROM raw.NVTX_EVENTS n
 LEFT JOIN raw.StringIds s ON s.id = n.textId
 LEFT JOIN dom ON dom.pid = (n.globalTid >> 24) & 16777215 AND dom.domainId = n.domainId

@@ -85,7 +85,8 @@ SELECT
     CASE WHEN coalesce(r.domain, 0) = 0 THEN ''
          ELSE coalesce(sd.value, 'domain ' || r.domain) END        AS domain,
     md.color,
-    md.category
+    md.category,
+    CAST(NULL AS VARCHAR)                                          AS args  -- Kineto's event args
 FROM ranges r
 LEFT JOIN closer cl ON cl.start_row = r.start_row
 LEFT JOIN raw.StringTable sn ON sn._id_ = r.name
@@ -96,7 +97,7 @@ SELECT
     m.src_row, 'mark', NULL, m.pid, m.tid, NULL, m.t, NULL,
     CASE WHEN m.name <> 0 THEN sn.value END,
     CASE WHEN coalesce(m.domain, 0) = 0 THEN '' ELSE coalesce(sd.value, 'domain ' || m.domain) END,
-    md.color, md.category
+    md.color, md.category, NULL
 FROM m
 LEFT JOIN raw.StringTable sn ON sn._id_ = m.name
 LEFT JOIN raw.StringTable sd ON sd._id_ = m.domain

@@ -1,0 +1,77 @@
+-- raw.kineto_typed: the events the Kineto adapters read (categories in schemas/kineto/categories.csv,
+-- loaded as src_categories): complete events (ph 'X') of every mapped category and the flow events
+-- ('s', 't', 'f') of the launch and forward-backward flows, with
+--   kind  the category's meaning (kernel, memcpy, memset, runtime, driver, cpu_op, user_annotation,
+--         gpu_user_annotation, launch_flow, fwdbwd_flow), the same across the 2020-2026 names;
+--   ts, dur  integer ns: the decimal text of the microseconds, read exactly and rounded to whole ns
+--         halves away from zero (Kineto writes at most three decimals, so nothing is rounded in
+--         practice); NULL when absent or not a number (such events are counted, see stats.sql).
+-- A table: every adapter below reads it, most of them more than once.
+CREATE OR REPLACE TABLE raw.kineto_typed AS
+SELECT e.src_row, c.kind, e.ph, e.cat, e.name, e.pid, e.pid_text, e.tid, e.tid_text,
+       CAST(TRY_CAST(nullif(trim(e.ts), '') AS DECIMAL(38, 3)) * 1000 AS BIGINT)  AS ts,
+       CAST(TRY_CAST(nullif(trim(e.dur), '') AS DECIMAL(38, 3)) * 1000 AS BIGINT) AS dur,
+       e.id, e.id_text, nullif(e.args, '') AS args
+FROM raw.kineto_event e
+JOIN src_categories c ON c.category = e.cat
+WHERE (e.ph = 'X' AND c.kind NOT LIKE '%flow') OR (e.ph IN ('s', 't', 'f') AND c.kind LIKE '%flow');
+
+-- raw.kineto_launch: per correlation id, the CUDA (or HIP) call that has it: its process, and how
+-- many processes' calls use that id (Kineto traces hold one process, so one). GPU events carry no
+-- CPU process (their pid is the device), so kernel.pid, memcpy.pid and memset.pid come from here.
+CREATE OR REPLACE TABLE raw.kineto_launch AS
+SELECT correlation, min(pid) AS pid, count(DISTINCT pid) AS pids, arg_min(args, ts) AS args
+FROM (SELECT TRY_CAST(json_extract_string(args, '$.correlation') AS BIGINT) AS correlation, pid, args, ts
+      FROM raw.kineto_typed WHERE kind IN ('runtime', 'driver'))
+WHERE correlation IS NOT NULL
+GROUP BY correlation;
+
+-- raw.kineto_cpu_pid: the trace's CPU process when there is exactly one (the process of every
+-- call and CPU range): the process of GPU work whose launching call the trace lacks.
+CREATE OR REPLACE TABLE raw.kineto_cpu_pid AS
+SELECT min(pid) AS pid
+FROM (SELECT DISTINCT pid FROM raw.kineto_typed
+      WHERE kind IN ('runtime', 'driver', 'cpu_op', 'user_annotation') AND pid IS NOT NULL)
+HAVING count(*) = 1;
+
+-- raw.kineto_gpu: kernels, copies and memsets with their arguments. The correlation id is the
+-- event's 'correlation' argument, else the id of the launch flow ('ac2g', 'async', 'async_gpu')
+-- that ends on it (same GPU pid, tid and ts): the id such flows carry is the correlation id.
+-- The device is the 'device' argument, else the event's pid (Kineto's GPU pid is the device
+-- index); the stream the 'stream' argument, else the tid.
+CREATE OR REPLACE TABLE raw.kineto_gpu AS
+WITH g AS (
+    SELECT src_row, kind, name, ts, dur, pid, tid,
+           json_extract_string(args, ['$.device', '$.context', '$.stream', '$.correlation',
+                                      '$."registers per thread"', '$."shared memory"', '$.bytes',
+                                      '$.grid', '$.block', '$.queued']) AS a
+    FROM raw.kineto_typed
+    WHERE kind IN ('kernel', 'memcpy', 'memset') AND ts IS NOT NULL AND dur IS NOT NULL
+),
+flow_end AS (
+    SELECT pid, tid, ts, min(id) AS id
+    FROM raw.kineto_typed WHERE kind = 'launch_flow' AND ph = 'f' AND id IS NOT NULL
+    GROUP BY ALL
+)
+SELECT g.src_row, g.kind, g.name, g.ts, g.dur,
+       coalesce(TRY_CAST(g.a[1] AS INTEGER), TRY_CAST(g.pid AS INTEGER)) AS device_id,
+       TRY_CAST(g.a[2] AS BIGINT)                                   AS context_id,
+       coalesce(TRY_CAST(g.a[3] AS BIGINT), g.tid)                  AS stream_id,
+       coalesce(TRY_CAST(g.a[4] AS BIGINT), f.id)                   AS correlation_id,
+       TRY_CAST(g.a[5] AS INTEGER)                                  AS registers_per_thread,
+       TRY_CAST(g.a[6] AS BIGINT)                                   AS shared_memory,
+       TRY_CAST(g.a[7] AS BIGINT)                                   AS bytes,
+       TRY_CAST(g.a[8] AS INTEGER[])                                AS grid,
+       TRY_CAST(g.a[9] AS INTEGER[])                                AS block
+FROM g
+LEFT JOIN flow_end f
+  ON g.a[4] IS NULL AND f.pid IS NOT DISTINCT FROM g.pid AND f.tid IS NOT DISTINCT FROM g.tid AND f.ts = g.ts;
+
+-- src_copy_kind: the direction abbreviations of Kineto's copy names ('Memcpy HtoD (Pageable -> Device)')
+-- and their readable labels, as nsys names them.
+CREATE OR REPLACE TEMP VIEW src_copy_kind AS
+SELECT * FROM (VALUES
+    ('HtoD', 'Host-to-Device'), ('DtoH', 'Device-to-Host'), ('DtoD', 'Device-to-Device'),
+    ('HtoH', 'Host-to-Host'), ('PtoP', 'Peer-to-Peer'), ('HtoA', 'Host-to-Array'), ('AtoH', 'Array-to-Host'),
+    ('AtoA', 'Array-to-Array'), ('AtoD', 'Array-to-Device'), ('DtoA', 'Device-to-Array')
+) AS t(abbr, label);

@@ -1,0 +1,426 @@
+"""Read PyTorch profiler (Kineto) Chrome-trace JSON files, plain or gzip-compressed.
+
+A Kineto trace is one JSON object: a few top-level members (schemaVersion, deviceProperties,
+distributedInfo, baseTimeNanoseconds, ...) and the array traceEvents, which holds nearly all of
+the file (millions of events in a big trace). Some writers put members after the array, and a
+Chrome trace may also be a bare array of events.
+
+Parsing, with memory bounded by the block size (BLOCK bytes of decompressed text), never the
+file size:
+
+1. The text before the array is decoded on its own (`header`): it is small.
+2. The array is read in blocks. Each block is cut after the last `}`, `{` pair (commas and
+   blanks between) in it and the part before the cut is decoded, in one call, as a list of
+   events by msgspec into typed structs. A cut that falls inside a string or inside an
+   event's arguments leaves an unclosed string, object or array on the left, which cannot
+   decode: the cut before it is tried instead. A successful decode therefore ends on a true
+   boundary between two events. What follows the array's closing bracket is decoded like
+   the text before it.
+3. Each list of events becomes an Arrow batch inserted into raw.kineto_event
+   (schemas/kineto/raw.sql): phase, category, name, pid, tid, id, binding point as values;
+   ts, dur and args as their exact JSON text (msgspec.Raw), never through a float. The
+   adapter SQL (schemas/kineto/) converts and maps everything else.
+
+Times: Kineto writes microseconds with up to three decimals, either relative to
+baseTimeNanoseconds (1.4e12 us) or since the Unix epoch (1.7e15 us: 19 significant digits with
+the nanoseconds, more than a float64 holds). The decimal text of ts and dur is converted to
+integer ns exactly, rounded to whole ns halves away from zero when a writer gave more than
+three decimals ('1.0005' -> 1001 ns): CAST(text AS DECIMAL(38, 3)) * 1000 in
+schemas/kineto/common/labels.sql. An event's end is ts + dur of the two converted values.
+
+The parser was chosen by measurement (bench/kineto.py; bench/KINETO.md has the figures):
+msgspec's typed decoding with raw values was the fastest of msgspec, orjson, the standard
+json module, ijson (yajl2_c) and DuckDB's read_json, and the only fast one that gives the
+numbers' text; DuckDB's reader goes through doubles and needs the whole object in memory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from array import array
+from dataclasses import dataclass, field
+from itertools import accumulate
+from pathlib import Path
+from typing import Any, Union
+
+import msgspec
+import pyarrow as pa
+
+from .errors import InputError, UnsupportedVersionError
+
+# schemaVersion -> layout folder under schemas/kineto/. Every trace seen (2020-2026 builds, CUDA
+# and ROCm) is schema 1 or has no schemaVersion (read as 1); the category names that changed
+# within it are mapped by schemas/kineto/categories.csv.
+LAYOUTS = {1: "v1"}
+
+BLOCK = 16 << 20          # decompressed bytes read per step
+HEAD_LIMIT = 64 << 20     # the members before traceEvents are searched for this far
+GZIP_MAGIC = b"\x1f\x8b"
+
+# Categories whose args the adapters read; the args of other events (python_function,
+# cpu_instant_event, ...: often the most numerous) are not kept.
+ARGS_KEPT = frozenset((
+    "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_runtime", "Runtime",
+    "cuda_driver", "Driver", "cpu_op", "Operator", "user_annotation", "gpu_user_annotation",
+))
+
+_RAW_EMPTY = msgspec.Raw()
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_ARRAY_END = re.compile(rb"\}\s*\]")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+class _Event(msgspec.Struct):
+    ph: Union[str, None] = None
+    cat: Union[str, None] = None
+    name: Union[str, None] = None
+    pid: Union[int, str, None] = None
+    tid: Union[int, str, None] = None
+    ts: msgspec.Raw = _RAW_EMPTY
+    dur: msgspec.Raw = _RAW_EMPTY
+    id: Union[int, str, None] = None
+    bp: Union[str, None] = None
+    args: msgspec.Raw = _RAW_EMPTY
+
+
+class _LooseEvent(msgspec.Struct):
+    """For a block where some event has a field of an unexpected type (a numeric name, a float
+    pid): every field is taken as it comes and turned into text."""
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: msgspec.Raw = _RAW_EMPTY
+    dur: msgspec.Raw = _RAW_EMPTY
+    id: Any = None
+    bp: Any = None
+    args: msgspec.Raw = _RAW_EMPTY
+
+
+_DECODE = msgspec.json.Decoder(list[_Event])
+_DECODE_LOOSE = msgspec.json.Decoder(list[_LooseEvent])
+_DECODE_ANY = msgspec.json.Decoder()
+
+
+@dataclass
+class Header:
+    """What a Kineto file says outside its events."""
+    members: dict = field(default_factory=dict)   # top-level members other than traceEvents
+    bare_array: bool = False                       # the file is a bare array of events
+
+    @property
+    def schema_version(self) -> str | None:
+        v = self.members.get("schemaVersion")
+        return None if v is None else str(v)
+
+
+def layout(path: Path, version: str | None) -> tuple[str, list[str]]:
+    """The layout ('kineto/v1') that reads schemaVersion VERSION, and warnings about it; an
+    unknown older or unreadable version raises UnsupportedVersionError."""
+    number = int(version) if version is not None and version.strip().isdigit() else None
+    if number in LAYOUTS:
+        return f"kineto/{LAYOUTS[number]}", []
+    newest = max(LAYOUTS)
+    if version is None:
+        return f"kineto/{LAYOUTS[newest]}", [
+            "Kineto trace without schemaVersion (written before 2022, or converted): read as schema 1"]
+    if number is not None and number > newest:
+        return f"kineto/{LAYOUTS[newest]}", [
+            f"Kineto schemaVersion {version} is newer than the newest known {newest}; read with the same "
+            "layout, check the results"]
+    raise UnsupportedVersionError(f"{path}: Kineto schemaVersion {version!r} is not supported; traceql reads "
+                                  f"schemaVersion {', '.join(map(str, LAYOUTS))}")
+
+
+def is_gzip(head: bytes) -> bool:
+    return head.startswith(GZIP_MAGIC)
+
+
+def _open(path: Path):
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
+
+
+def _read(fh, n: int) -> bytes:
+    try:
+        return fh.read(n)
+    except (OSError, EOFError, zlib.error) as exc:  # a damaged or truncated gzip stream
+        raise InputError(f"{getattr(fh, 'name', 'file')}: damaged gzip data ({exc})") from None
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """Whether the file starting with HEAD looks like a Chrome-trace JSON (plain or gzip): an
+    object naming traceEvents, or an array of objects with 'ph'."""
+    if is_gzip(head):
+        try:
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(1 << 16)
+        except (OSError, EOFError, zlib.error):
+            return False
+    text = head.lstrip()
+    if text.startswith(b"\xef\xbb\xbf"):
+        text = text[3:].lstrip()
+    if text.startswith(b"{"):
+        return b'"traceEvents"' in head or b'"schemaVersion"' in head or b'"deviceProperties"' in head
+    if text.startswith(b"["):
+        return b'"ph"' in head
+    return False
+
+
+def _decode_members(text: bytes) -> dict | None:
+    """The members in TEXT ('"a": 1, "b": [..]'), or None when it is not such a list."""
+    text = text.strip().strip(b",").strip()
+    if not text:
+        return {}
+    try:
+        value = _DECODE_ANY.decode(b"{" + text + b"}")
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _locate_events(fh, path: Path) -> tuple[Header, bytes]:
+    """Read up to the start of the event array: its header, and the text after the '['."""
+    data = b""
+    while True:
+        more = _read(fh, BLOCK)
+        data += more
+        stripped = data.lstrip()
+        if stripped.startswith(b"\xef\xbb\xbf"):
+            stripped = stripped[3:].lstrip()
+        if stripped.startswith(b"["):
+            return Header(bare_array=True), stripped[1:]
+        if stripped and not stripped.startswith(b"{"):
+            raise InputError(f"{path}: not a JSON object or array, not a PyTorch profiler (Kineto) trace")
+        body = stripped[1:]
+        for m in _EVENTS_KEY.finditer(body):
+            members = _decode_members(body[:m.start()])
+            if members is not None:  # the key is a member of the top-level object
+                return Header(members=members), body[m.end():]
+        if not more or len(data) > HEAD_LIMIT:
+            if not more and _decode_members(body.rstrip().rstrip(b"}")) is not None:
+                raise InputError(f"{path}: a JSON object without traceEvents, not a PyTorch profiler (Kineto) trace")
+            raise InputError(f"{path}: no traceEvents array found (not a PyTorch profiler (Kineto) trace, or damaged)")
+
+
+def header(path: Path) -> Header:
+    """The members before the events (what detection needs), read from the start of the file."""
+    with _open(path) as fh:
+        return _locate_events(fh, path)[0]
+
+
+def _decode_block(piece: bytes) -> list:
+    try:
+        return _DECODE.decode(piece)
+    except msgspec.ValidationError:
+        return _DECODE_LOOSE.decode(piece)
+
+
+def _events(fh, path: Path, hdr: Header, rest: bytes):
+    """Yield lists of events; at the end, add the members after the array to hdr.members."""
+    data = rest
+    eof = False
+    while True:
+        if not eof:
+            more = _read(fh, BLOCK)
+            eof = not more
+            data += more
+        if eof:
+            yield from _last(data, path, hdr)
+            return
+        cuts = list(_BOUNDARY.finditer(data, max(0, len(data) - (1 << 20))))
+        if not cuts:
+            cuts = list(_BOUNDARY.finditer(data))
+        done = False
+        for cut in reversed(cuts):
+            try:
+                events = _decode_block(b"[" + data[:cut.start() + 1] + b"]")
+            except msgspec.DecodeError:
+                continue
+            yield events
+            data = data[cut.end() - 1:]
+            done = True
+            break
+        if not done and len(cuts) > 64:
+            raise InputError(f"{path}: not valid JSON inside traceEvents (no event boundary decodes)")
+
+
+def _last(data: bytes, path: Path, hdr: Header):
+    """The events before the array's closing bracket, and the members after it."""
+    stripped = data.strip()
+    candidates = [m.start() for m in _ARRAY_END.finditer(data)]
+    if stripped.startswith(b"]"):  # no events left before the bracket
+        candidates = [-1] + candidates
+    for pos in reversed(candidates):
+        close = data.index(b"]", pos + 1)
+        tail = data[close + 1:].strip()
+        if hdr.bare_array:
+            members = {} if not tail else None
+        elif tail.startswith(b","):
+            members = _decode_members(tail[1:].rstrip()[:-1]) if tail.rstrip().endswith(b"}") else None
+        else:
+            members = {} if tail == b"}" else None
+        if members is None:
+            continue
+        try:
+            events = _decode_block(b"[" + data[:pos + 1] + b"]") if pos >= 0 else []
+        except msgspec.DecodeError:
+            continue
+        hdr.members.update(members)
+        if events:
+            yield events
+        return
+    raise InputError(f"{path}: truncated or damaged JSON (the traceEvents array is not closed properly)")
+
+
+def _raw_column(values: list) -> pa.Array:
+    """msgspec.Raw values as one Arrow string column ('' for an absent value), without a Python
+    string per value: their bytes joined, offsets from their lengths."""
+    offsets = array("q", [0])
+    offsets.extend(accumulate(len(v) for v in values))
+    return pa.LargeStringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(b"".join(values)))
+
+
+def _int_or_text(values: list) -> tuple[pa.Array, pa.Array]:
+    """pid, tid or id values (JSON integers, or strings in some writers): (the integer, or the
+    string read as one when it is all digits; the string as written, else NULL)."""
+    try:
+        return pa.array(values, pa.int64()), pa.nulls(len(values), pa.string())
+    except (pa.ArrowException, TypeError, OverflowError):
+        pass
+    ints, texts = [], []
+    for v in values:
+        if isinstance(v, bool) or v is None:
+            ints.append(None), texts.append(None)
+        elif isinstance(v, int):
+            ints.append(v if -(1 << 63) <= v < (1 << 63) else None), texts.append(None)
+        else:
+            s = v if isinstance(v, str) else msgspec.json.encode(v).decode()
+            t = s.strip()
+            ok = t.lstrip("-").isdigit() and len(t) < 19
+            ints.append(int(t) if ok else None), texts.append(s)
+    return pa.array(ints, pa.int64()), pa.array(texts, pa.string())
+
+
+def _text(values: list) -> pa.Array:
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowException, TypeError):
+        return pa.array([None if v is None else v if isinstance(v, str) else msgspec.json.encode(v).decode()
+                         for v in values], pa.string())
+
+
+def _batch(events: list, first_row: int) -> pa.Table:
+    n = len(events)
+    rows = array("q", range(first_row, first_row + n))
+    pid, pid_text = _int_or_text([e.pid for e in events])
+    tid, tid_text = _int_or_text([e.tid for e in events])
+    fid, fid_text = _int_or_text([e.id for e in events])
+    return pa.Table.from_arrays(
+        [pa.Int64Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(rows)]),
+         _text([e.ph for e in events]), _text([e.cat for e in events]), _text([e.name for e in events]),
+         pid, pid_text, tid, tid_text,
+         _raw_column([e.ts for e in events]), _raw_column([e.dur for e in events]),
+         fid, fid_text, _text([e.bp for e in events]),
+         _raw_column([e.args if e.cat in ARGS_KEPT or e.ph == "M" else _RAW_EMPTY for e in events])],
+        names=["src_row", "ph", "cat", "name", "pid", "pid_text", "tid", "tid_text", "ts", "dur",
+               "id", "id_text", "bp", "args"])
+
+
+@dataclass
+class StageReport:
+    """What staging read (the fields ingest's diagnostics use, as for SQLite sources)."""
+    reader: str = f"msgspec {msgspec.__version__} (Kineto JSON, typed decoding in blocks)"
+    fallback_tables: dict[str, str] = field(default_factory=dict)
+    missing_tables: list[str] = field(default_factory=list)
+    missing_columns: dict[str, list[str]] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    duplicate_keys: dict[str, int] = field(default_factory=dict)
+    members: dict = field(default_factory=dict)
+
+    def absent_essentials(self) -> list:
+        return []
+
+
+def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> StageReport:
+    """Create the raw tables of schemas/kineto/raw.sql in the `raw` catalog and fill them from
+    the Kineto file at PATH: raw.kineto_event (every event), raw.kineto_member (the top-level
+    members, as JSON text) and raw.TARGET_INFO_SESSION_START_TIME (baseTimeNanoseconds, the UTC
+    time of ts 0, when the file has it). progress(table, done, total, rows) as reader.stage calls
+    it. DET (traceql.detect.Detected), when given, gets the trace-level facts of all members,
+    also those after the events (rank, world size, host: see metadata())."""
+    report = StageReport()
+    home = con.execute("SELECT current_database()").fetchone()[0]
+    con.execute("USE raw")
+    try:
+        con.execute(raw_ddl)
+    finally:
+        con.execute(f'USE "{home}"')
+    size = max(path.stat().st_size, 1)
+    n = 0
+    with _open(path) as fh:
+        hdr, rest = _locate_events(fh, path)
+        for events in _events(fh, path, hdr, rest):
+            batch = _batch(events, n)
+            con.register("_traceql_kineto_batch", batch)
+            try:
+                con.execute("INSERT INTO raw.kineto_event SELECT * FROM _traceql_kineto_batch")
+            finally:
+                con.unregister("_traceql_kineto_batch")
+            n += len(events)
+            if progress:
+                done = getattr(getattr(fh, "fileobj", fh), "tell", lambda: 0)()
+                progress("traceEvents", min(99, done * 100 // size), 100, n)
+    members = pa.Table.from_arrays(
+        [pa.array(list(hdr.members), pa.string()),
+         pa.array([msgspec.json.encode(v).decode() for v in hdr.members.values()], pa.string())],
+        names=["key", "value"])
+    con.register("_traceql_kineto_members", members)
+    try:
+        con.execute("INSERT INTO raw.kineto_member SELECT * FROM _traceql_kineto_members")
+    finally:
+        con.unregister("_traceql_kineto_members")
+    facts = metadata(hdr.members)
+    if "BASE_TIME_NS" in facts:
+        con.execute("INSERT INTO raw.TARGET_INFO_SESSION_START_TIME VALUES (?)", [int(facts["BASE_TIME_NS"])])
+    report.rows = {"kineto_event": n, "kineto_member": len(hdr.members)}
+    report.members = hdr.members
+    if det is not None:
+        det.metadata.update(facts)
+        det.exporter_version = exporter_version(hdr.members)
+        if det.schema_version is None:  # not before the events: check it now that all are read
+            det.schema_version = hdr.schema_version
+            det.layout, notes = layout(path, hdr.schema_version)
+            det.warnings += notes
+    return report
+
+
+def metadata(members: dict) -> dict[str, str]:
+    """The trace-level facts of a Kineto file's members, under the keys ingest's trace row reads."""
+    out: dict[str, str] = {}
+    dist = members.get("distributedInfo")
+    if isinstance(dist, dict):
+        for key, name in (("rank", "RANK"), ("world_size", "WORLD_SIZE")):
+            v = dist.get(key)
+            if isinstance(v, int) and not isinstance(v, bool):
+                out[name] = str(v)
+    for key in ("host_name", "hostname", "host"):
+        if isinstance(members.get(key), str):
+            out["EXPORT_HOST"] = members[key]
+            break
+    base = members.get("baseTimeNanoseconds")
+    if isinstance(base, int) and not isinstance(base, bool):
+        out["BASE_TIME_NS"] = str(base)
+    return out
+
+
+def exporter_version(members: dict) -> str:
+    """'PyTorch profiler (Kineto)' with the CUPTI, CUDA runtime and driver versions it records."""
+    parts = [f"{label} {members[key]}" for key, label in (
+        ("cupti_version", "CUPTI"), ("cuda_runtime_version", "CUDA runtime"),
+        ("cuda_driver_version", "CUDA driver")) if key in members]
+    return "PyTorch profiler (Kineto)" + (f", {', '.join(parts)}" if parts else "")
