@@ -262,8 +262,8 @@ def test_analysis_summary_ranks_findings(fixture):
         g for ts, g in [(t, r["gap_ns"]) for t, r in ((r["ts"], r) for r in result.evidence["gpu_gaps"].to_pylist())]
         if ts != 48000)
     assert gaps["summary"] == "12 gaps, recoverable 25 us"
-    assert gaps["breakdown"] == ("host: 5 gaps, recoverable 13.1 us; sync: 4 gaps, recoverable 6.35 us; launch: 1 gap, "
-                                 "recoverable 4.6 us; gpu_wait: 1 gap, recoverable 1 us; profiler: 1 gap, recoverable 0 ns")
+    assert gaps["breakdown"] == ("host: 5 gaps, 13.1 us; sync: 4 gaps, 6.35 us; launch: 1 gap, 4.6 us; "
+                                 "gpu_wait: 1 gap, 1 us; profiler: 1 gap, 0 ns")
     assert gaps["thresholds"] == "min_gap_ns=1 us, per_stream=false"
     assert gaps["recoverable_pct"] == pytest.approx(100 * gaps["recoverable_ns"] / 50000)
     assert next(r for r in table if r["rule"] == "iterations")["role"] == "context"
@@ -291,8 +291,8 @@ def test_cli(fixture, tmp_path):
              "--param", "min_gap_ns=1000").stdout.splitlines()
     assert md[0] == f"## trace 1 (span 50 us): {fixture[0]}"
     assert "### 1. `gpu_gaps`: 12 gaps, recoverable 25 us (50.00% of the trace span)" in md
-    head = md.index("| at | gap | cause | thread | range_path |")
-    assert md[head + 2] == "| 35 us | 5.55 us | host | main | step 3 |"
+    head = md.index("| at | gap | cause | range_path |")
+    assert md[head + 2] == "| 35 us | 5.55 us | host | step 3 |"
     assert "10 more: `traceql analyze --rule gpu_gaps --format csv`" in md
     quiet = run("analyze", "--db", str(db), "--rule", "gpu_gaps").stdout  # default 1 ms: none of these
     assert "No findings: gpu_gaps (min_gap_ns=1 ms, per_stream=false)" in quiet

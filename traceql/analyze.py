@@ -186,15 +186,20 @@ def _typed(param: str, value, selected: list[Rule]):
 
 
 def _summary_row(r: Rule, table, trace_id: int, span: int | None, used: dict) -> dict:
-    rows = [x for x in table.to_pylist() if x["trace_id"] == trace_id]
-    found = [x for x in rows if x.get("recoverable_ns") is not None]
-    notes = [x["note"] for x in rows if x.get("recoverable_ns") is None and x.get("note")]
-    recoverable = sum(x["recoverable_ns"] for x in found)
-    labels = r.query.labels
-    summary, breakdown = _summary_text(r, found, labels) if found else (None, None)
+    """The summary of rule R's evidence TABLE for one trace (Arrow compute: evidence can be
+    hundreds of thousands of rows)."""
+    import pyarrow.compute as pc
+
+    mine = table.filter(pc.equal(table.column("trace_id"), trace_id))
+    found = mine.filter(pc.is_valid(mine.column("recoverable_ns")))
+    notes = []
+    if "note" in mine.column_names:
+        notes = [n for n in mine.filter(pc.is_null(mine.column("recoverable_ns"))).column("note").to_pylist() if n]
+    recoverable = pc.sum(found.column("recoverable_ns")).as_py() or 0
+    summary, breakdown = _summary_text(r, found, r.query.labels) if found.num_rows else (None, None)
     return {
         "trace_id": trace_id, "rule": r.name, "role": "context" if r.context else "finding",
-        "findings": len(found), "recoverable_ns": recoverable, "span_ns": span,
+        "findings": found.num_rows, "recoverable_ns": recoverable, "span_ns": span,
         "recoverable_pct": None if not span else 100.0 * recoverable / span,
         "summary": summary, "breakdown": breakdown,
         "thresholds": ", ".join(f"{p}={_value_text(p, v)}" for p, v in used.items()),
@@ -203,27 +208,36 @@ def _summary_row(r: Rule, table, trace_id: int, span: int | None, used: dict) ->
     }
 
 
-def _summary_text(r: Rule, found: list[dict], labels: dict) -> tuple[str, str | None]:
-    """('62 gaps, recoverable 521 ms', 'cause: host 20 gaps, 264 ms; launch 16 gaps, 202 ms; ...')"""
+def _summary_text(r: Rule, found, labels: dict) -> tuple[str, str | None]:
+    """('62 gaps, recoverable 521 ms', 'host: 20 gaps, 264 ms; launch: 16 gaps, 202 ms; ...') for
+    the evidence rows FOUND (an Arrow table)."""
+    import pyarrow.compute as pc
+
     from .render import human_ns
 
-    def amounts(xs):
-        noun = r.finding[0] if len(xs) == 1 else r.finding[1]
-        parts = [f"{len(xs):,} {noun}", f"recoverable {human_ns(sum(x['recoverable_ns'] for x in xs))}"]
+    def amounts(n, recoverable, total, short=False):
+        noun = r.finding[0] if n == 1 else r.finding[1]
+        parts = [f"{n:,} {noun}", human_ns(recoverable) if short else f"recoverable {human_ns(recoverable)}"]
         if r.total:
-            total = sum(x[r.total] or 0 for x in xs)
             label = labels.get(r.total, r.total[:-3] if r.total.endswith("_ns") else r.total)
             parts.append(f"{label} {human_ns(total) if r.total.endswith('_ns') else _count(r.total, total)}")
         return ", ".join(parts)
 
+    def total_of(t):
+        return (pc.sum(t.column(r.total)).as_py() or 0) if r.total else None
+
+    summary = amounts(found.num_rows, pc.sum(found.column("recoverable_ns")).as_py() or 0, total_of(found))
     breakdown = None
     if r.group:
-        groups: dict = {}
-        for x in found:
-            groups.setdefault(x[r.group], []).append(x)
-        ranked = sorted(groups.items(), key=lambda kv: (-sum(x["recoverable_ns"] for x in kv[1]), str(kv[0])))
-        breakdown = "; ".join(f"{'-' if k is None else k}: {amounts(v)}" for k, v in ranked)
-    return amounts(found), breakdown
+        aggs = [("recoverable_ns", "sum"), ("recoverable_ns", "count")] + ([(r.total, "sum")] if r.total else [])
+        grouped = found.group_by(r.group).aggregate(aggs).to_pylist()
+        ranked = sorted(grouped, key=lambda g: (-(g["recoverable_ns_sum"] or 0), str(g[r.group])))
+        breakdown = "; ".join(
+            f"{'-' if g[r.group] is None else g[r.group]}: "
+            + amounts(g["recoverable_ns_count"], g["recoverable_ns_sum"] or 0,
+                      (g[f"{r.total}_sum"] or 0) if r.total else None, short=True)
+            for g in ranked)
+    return summary, breakdown
 
 
 def _count(name: str, n) -> str:
@@ -338,10 +352,16 @@ def _evidence(analysis: Analysis, r: Rule, trace_id: int, out, fmt: str, width, 
                            f"traceql analyze --rule {r.name} --format csv)", width, "   ") + "\n")
 
 
+_AMOUNT = re.compile(r"(\d) (ns|us|ms|s|B|kB|MB|GB|TB)\b")
+
+
 def _wrapped(text: str, width: int | None, indent: str = "") -> str:
+    """TEXT wrapped to WIDTH, continuation lines indented two more; a number is never parted
+    from its unit ('30.3 ms')."""
     if width is None:
         return indent + text
     import textwrap
 
-    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_long_words=False, break_on_hyphens=False)
+    glued = _AMOUNT.sub("\\1\u00a0\\2", text)
+    return textwrap.fill(glued, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_long_words=False, break_on_hyphens=False).replace("\u00a0", " ")

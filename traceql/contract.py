@@ -28,7 +28,8 @@ CHANGES = {
     2: "attribution: a range holds the GPU work of every thread of its process (op_range, range_gpu with "
        "own/other-thread kernel time, the range report); nvtx_range.group_name and paths of grouping names; "
        "a depth cap; graph_exec, graph_event, memcpy/memset.graph_id; trace.file_sha256; PyTorch profiler (Kineto) "
-       "traces with nvtx_range.args and trace.world_size",
+       "traces with nvtx_range.args and trace.world_size; sync_event, osrt_call, profiler_overhead, gpu_metric, "
+       "launch.category and device_busy's temporal breakdown",
 }
 
 TABLE = "workspace_version"

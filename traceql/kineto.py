@@ -63,7 +63,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 # cpu_instant_event, ...: often the most numerous) are not kept.
 ARGS_KEPT = frozenset((
     "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_runtime", "Runtime",
-    "cuda_driver", "Driver", "cpu_op", "Operator", "user_annotation", "gpu_user_annotation",
+    "cuda_driver", "Driver", "cpu_op", "Operator", "user_annotation", "gpu_user_annotation", "cuda_sync",
 ))
 
 _RAW_EMPTY = msgspec.Raw()

@@ -7,7 +7,7 @@
 -- advice: host: the CPU thread was busy elsewhere when the GPU ran dry; move that work off the critical thread (a DataLoader with workers, pinned memory, fewer Python-side syncs such as .item() or .cpu()) or overlap it with GPU work. sync: the CPU waited in a synchronizing call and had nothing queued when the GPU finished; drop the synchronization or queue the next work before it. launch: the launching call itself took that long (first launches, module loading, tiny kernels); warm up first, or batch the launches in CUDA graphs. gpu_wait: the work was queued but waited on another stream, event or GPU.
 -- finding: gap, gaps
 -- group: cause
--- show: at_ns, gap_ns, cause, thread, range_path
+-- show: at_ns, gap_ns, cause, range_path
 -- column trace_id: trace (trace.trace_id)
 -- column device_id: GPU that was idle (device.device_id)
 -- column stream_id: stream that was idle; NULL unless per_stream
@@ -18,7 +18,7 @@
 -- column cause: 'host' (the next work's launching thread started the launch only after the GPU went idle, and was not in a synchronizing call then), 'sync' (that thread was in a synchronizing call when the GPU went idle: one with a blocking sync_event, a cudaDeviceSynchronize-like call by name, a copy or memset without Async, or an async copy of pageable memory), 'launch' (its launching call had started but not returned when the GPU went idle), 'gpu_wait' (the launching call had returned before the gap: the work waited on an event, another stream or another GPU), 'profiler' (profiler overhead in that process overlaps the gap: not the application's), 'unknown' (no launching call)
 -- column cpu_call: the CUDA API call the launching thread was in when the GPU went idle (api_call.name), NULL when none
 -- column os_call: the OS runtime call that thread was in then (osrt_call.name), NULL when none or not traced
--- column range_path: the innermost NVTX push/pop range open on that thread then (nvtx_range.path), NULL when none
+-- column range_path: the innermost NVTX push/pop range open on that thread then (nvtx_range.path); when none is, the innermost range holding the call that launched the operation ending the gap (op_range: a range of another thread of its process, as for PyTorch's autograd threads inside a user's 'Backward'); NULL when neither
 -- column launch_delay_ns: from the start of the gap to the start of the call that launched the next operation, in ns (negative when that call started before the gap)
 -- column next_call: the call that launched the operation ending the gap (launch.api_name)
 -- column pid: process of that call
@@ -122,7 +122,7 @@ in_overhead AS (
     WHERE o.reach > g.ts
 ),
 classified AS (
-    SELECT g.*, c.call_name, os.os_call, r.range_path,
+    SELECT g.*, c.call_name, os.os_call, coalesce(r.range_path, n.path) AS range_path,
            CASE
                WHEN ov.next_op_id IS NOT NULL THEN 'profiler'
                WHEN g.api_id IS NULL THEN 'unknown'
@@ -140,6 +140,8 @@ classified AS (
     LEFT JOIN pageable pg ON pg.trace_id = c.trace_id AND pg.api_id = c.call_id
     LEFT JOIN at_os os ON os.trace_id = g.trace_id AND os.next_op_id = g.next_op_id
     LEFT JOIN at_range r ON r.trace_id = g.trace_id AND r.next_op_id = g.next_op_id
+    LEFT JOIN op_range o ON o.trace_id = g.trace_id AND o.op_id = g.next_op_id AND o.is_innermost
+    LEFT JOIN nvtx_range n ON n.trace_id = o.trace_id AND n.range_id = o.range_id
     LEFT JOIN in_overhead ov ON ov.trace_id = g.trace_id AND ov.next_op_id = g.next_op_id
 )
 SELECT

@@ -9,8 +9,13 @@
 -- NVTX. gpu_user_annotation ranges sit on a GPU stream (tid = stream id), not on a thread: they are
 -- start/end ranges with no process (pid NULL), so they hold no GPU work under the attribution rule
 -- (their CPU-side user_annotation does); they are kept for GPU-time breakdowns by annotation.
--- args is the event's argument object as JSON text ('Sequence number', 'Input Dims', 'Input type',
--- 'Concrete Inputs', ...), which schemas/derive/torch_op.sql reads for cpu_op ranges.
+-- 2020-2021 files wrote every RecordFunction as 'Operator', record_function blocks too: the names
+-- with a '#' and no '::' ('ProfilerStep#5', 'Optimizer.step#SGD.step',
+-- 'enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__') are user_annotation ranges here, as
+-- later files write them (operators are namespaced: 'aten::add_', or backward nodes: 'AddBackward0').
+-- args is the event's argument object as JSON text, without the writer's blanks (DuckDB's json()):
+-- 'Sequence number', 'Input Dims', 'Input type', 'Concrete Inputs', ..., which
+-- schemas/derive/torch_op.sql reads for cpu_op ranges.
 -- Kineto has no marks.
 CREATE OR REPLACE TEMP VIEW src_nvtx_event AS
 SELECT
@@ -24,9 +29,10 @@ SELECT
     r.ts,
     r.ts + r.dur                                              AS end_ts,
     r.name,
-    r.kind                                                    AS domain,
+    CASE WHEN r.cat = 'Operator' AND contains(r.name, '#') AND NOT contains(r.name, '::') THEN 'user_annotation'
+         ELSE r.kind END                                      AS domain,
     CAST(NULL AS BIGINT)                                      AS color,
     CAST(NULL AS BIGINT)                                      AS category,
-    r.args
+    json(r.args)                                              AS args
 FROM raw.kineto_typed r
 WHERE r.kind IN ('cpu_op', 'user_annotation', 'gpu_user_annotation') AND r.ts IS NOT NULL;
