@@ -1,4 +1,4 @@
--- analyze/small_kernels: kernels dominated by launch overhead: repeated short kernels whose median GPU time is below the median time of the API calls that launched them, so the GPU can run them no faster than one thread launches them; one row per kernel name and NVTX range.
+-- analyze/small_kernels: kernels dominated by launch overhead: repeated short kernels whose median GPU time is below the median time of the API calls that launched them, so the GPU can run them no faster than one thread launches them, with the GPU idle time before them that faster launching would recover; one row per kernel name and NVTX range.
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- param max_kernel_ns: a kernel counts when it ran at most this long, in ns
 -- default max_kernel_ns: 10000
@@ -14,7 +14,7 @@
 -- column launch_ns: the summed time of their launching calls in ns
 -- column med_kernel_ns: median GPU time per kernel in ns
 -- column med_launch_ns: median launching call time in ns
--- column recoverable_ns: kernels x (med_launch_ns - med_kernel_ns): the steady launch time their GPU time does not cover (medians, so that a slow first launch does not count), about what fusing them or replaying them in a CUDA graph can recover
+-- column recoverable_ns: the GPU idle time just before each of these kernels (since the end of the GPU's previous work), up to med_launch_ns - med_kernel_ns per kernel, summed: the idle time launching them faster (fusing them, replaying them in a CUDA graph) can recover; 0 when the GPU had other work queued
 -- column name: kernel name (kernel.name)
 -- column range_path: the innermost NVTX range holding their launching calls (nvtx_range.path via op_range), NULL when none
 -- column pid: process that launched them
@@ -44,12 +44,30 @@ grouped AS (
     FROM placed
     GROUP BY trace_id, name, range_path, pid
     HAVING count(*) >= $min_kernels AND median(dur) < median(api_dur)
+),
+-- the idle time of each kernel's GPU right before it: one window sweep over the GPU's operations
+idle_before AS (
+    SELECT trace_id, op_id,
+           greatest(ts - max(ts + dur) OVER (PARTITION BY trace_id, device_id ORDER BY ts, dur, op_id
+                                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS idle_ns
+    FROM gpu_op WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+),
+recovered AS (
+    SELECT g.trace_id, g.name, g.range_path, g.pid,
+           sum(least(coalesce(i.idle_ns, 0), g.med_launch_ns - g.med_kernel_ns)) AS recoverable_ns
+    FROM placed p
+    JOIN grouped g ON g.trace_id = p.trace_id AND g.name IS NOT DISTINCT FROM p.name
+                  AND g.range_path IS NOT DISTINCT FROM p.range_path AND g.pid IS NOT DISTINCT FROM p.pid
+    LEFT JOIN idle_before i ON i.trace_id = p.trace_id AND i.op_id = p.kernel_id
+    GROUP BY ALL
 )
 SELECT
     g.trace_id, g.kernels, CAST(g.kernel_ns AS BIGINT) AS kernel_ns, CAST(g.launch_ns AS BIGINT) AS launch_ns,
     g.med_kernel_ns, g.med_launch_ns,
-    g.kernels * greatest(g.med_launch_ns - g.med_kernel_ns, 0) AS recoverable_ns,
+    CAST(v.recoverable_ns AS BIGINT) AS recoverable_ns,
     g.name, g.range_path, g.pid, g.tid, th.thread_name AS thread
 FROM grouped g
+JOIN recovered v ON v.trace_id = g.trace_id AND v.name IS NOT DISTINCT FROM g.name
+                AND v.range_path IS NOT DISTINCT FROM g.range_path AND v.pid IS NOT DISTINCT FROM g.pid
 LEFT JOIN thread th ON th.trace_id = g.trace_id AND th.pid = g.pid AND th.tid = g.tid
 ORDER BY recoverable_ns DESC, g.trace_id, g.name, g.range_path NULLS LAST;
