@@ -168,6 +168,32 @@ def test_tracelens_ops_summary(ws, folder):
         assert abs(sum(durs) - float(r["total_direct_kernel_time_sum"]) * 1000) <= TOL_NS * 2 * len(durs), r["name"]
 
 
+@pytest.mark.parametrize("folder, n", [(BERT, 4), (QWEN, 5)])
+def test_tracelens_gemm_flops_and_bytes(ws, folder, n):
+    """GEMM sheet: per (op, input dims) the calls, FLOPs and bytes moved of one call, and the GPU
+    time of all calls. traceql's FLOPs and bytes (kernel_op, from torch_op.sizes and dtypes, which
+    come from the cpu_op's Input Dims and Input type) equal TraceLens's exactly; its kernel time
+    counts every GPU operation the calls launched (qwen0.5b's aten::mm also launched a memset)."""
+    w, ids = ws
+    t = ids[folder]
+    gpu = defaultdict(int)
+    for o in rows(w, GPU_OPS, t=t):
+        gpu[o["op_range_id"]] += o["dur"]
+    oracle = sheet(folder, "GEMM")
+    assert len(oracle) == n
+    for r in oracle:
+        calls = rows(w, """
+            SELECT t.range_id, max(ko.flops) AS flops, max(ko.bytes) AS bytes
+            FROM torch_op t JOIN kernel_op ko ON ko.trace_id = t.trace_id AND ko.unit_range_id = t.range_id
+            WHERE t.trace_id = $t AND t.name = $name AND t.sizes = $sizes GROUP BY t.range_id""",
+                     t=t, name=r["name"], sizes=r["Input Dims_first"])
+        assert len(calls) == int(r["name_count"]), r["Input Dims_first"]
+        assert {c["flops"] for c in calls} == {round(float(r["GFLOPS_first"]) * 1e9)}
+        assert {c["bytes"] for c in calls} == {round(float(r["Data Moved (MB)_first"]) * 2 ** 20)}
+        total = sum(gpu[c["range_id"]] for c in calls)
+        assert abs(total - float(r["Kernel Time (µs)_sum"]) * 1000) <= TOL_NS * 4 * len(calls), r["Input Dims_first"]
+
+
 # ----------------------------------------------------------------------------- TensorBoard plugin
 
 def tb(name):
