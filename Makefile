@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: demo test bench bench-scaling bench-small fuzz clean
+.PHONY: demo test bench bench-scaling bench-small bench-kineto fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,4 +56,11 @@ bench-small: $(STAMP)
 	$(PY) bench/small.py --runs 5 --wait-load $(BENCH_LOAD) --out bench/SMALL.md --json bench/data/small.json
 
 clean:
+# PyTorch profiler (Kineto) JSON (bench/kineto.py): a generated trace of 1 M kernels, ingest time and
+# peak memory against parsing the JSON alone (msgspec, orjson, json, ijson, DuckDB) and HTA's loader
+# (HolisticTraceAnalysis from PyPI in its own venv under bench/data/); writes bench/KINETO.md.
+bench-kineto: $(STAMP)
+	$(PY) bench/kineto.py --setup-parsers --setup-hta --wait-load $(BENCH_LOAD) --wait-max $(BENCH_WAIT) \
+	  --json bench/data/kineto.json
+
 	rm -rf $(VENV) build .pytest_cache
