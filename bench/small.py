@@ -55,14 +55,26 @@ def inputs(n: int = 3) -> list[Path]:
     return files[:n]
 
 
+def run(args: list[str], env: dict | None = None, timeout: float | None = None, cwd: Path = REPO):
+    """bench/run.py's run_child, plus the CPU seconds (user + system, all threads) the child
+    used: on a machine that other work keeps busy, wall time grows while CPU time barely does."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = bench.run_child(args, env=env, timeout=timeout, cwd=cwd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return p
+
+
 def best(fn, runs: int) -> dict:
     results = [fn() for _ in range(runs)]
     ok = [r for r in results if r.rc == 0]
     if not ok:
-        return dict(secs=None, problem=bench._failure(results[-1]), load=results[-1].load)
+        return dict(secs=None, cpu=None, problem=bench._failure(results[-1]), load=results[-1].load)
     b = min(ok, key=lambda r: r.secs)
-    return dict(secs=b.secs, runs=len(results), rss_mb=max(r.rss_mb for r in ok), load=b.load,
-                all=[round(r.secs, 4) for r in ok])
+    return dict(secs=b.secs, cpu=min(r.cpu for r in ok), runs=len(results), rss_mb=max(r.rss_mb for r in ok),
+                load=b.load, all=[round(r.secs, 4) for r in ok])
 
 
 def measure(src: Path, data: Path, nsysai, runs: int) -> dict:
@@ -83,15 +95,15 @@ def measure(src: Path, data: Path, nsysai, runs: int) -> dict:
     def ingest():
         for p in (db, db.with_name(db.name + ".wal")):
             p.unlink(missing_ok=True)
-        return bench.run_child(cmd + ["--db", str(db), "ingest", str(src)], env=env)
+        return run(cmd + ["--db", str(db), "ingest", str(src)], env=env)
 
     bench.log(f"{src.parent.name}: traceql")
     t: dict = {"ingest": best(ingest, runs)}
-    t["version"] = best(lambda: bench.run_child(cmd + ["--version"], env=env), runs)
-    t["startup"] = best(lambda: bench.run_child(cmd + ["--db", str(db), "sql", "SELECT 1"], env=env), runs)
-    t["summary"] = best(lambda: bench.run_child(cmd + ["--db", str(db), "summary"], env=env), runs)
+    t["version"] = best(lambda: run(cmd + ["--version"], env=env), runs)
+    t["startup"] = best(lambda: run(cmd + ["--db", str(db), "sql", "SELECT 1"], env=env), runs)
+    t["summary"] = best(lambda: run(cmd + ["--db", str(db), "summary"], env=env), runs)
     for by in REPORTS:
-        t[by] = best(lambda by=by: bench.run_child(cmd + ["--db", str(db), "report", "--by", by], env=env), runs)
+        t[by] = best(lambda by=by: run(cmd + ["--db", str(db), "report", "--by", by], env=env), runs)
     out["traceql"] = t
     if nsysai is not None and not nsysai.problem:
         bench.log(f"{src.parent.name}: nsys-ai")
@@ -101,12 +113,12 @@ def measure(src: Path, data: Path, nsysai, runs: int) -> dict:
 
         def warm():
             shutil.rmtree(cache, ignore_errors=True)
-            return bench.run_child([str(nsysai.exe), "warm", str(path)], env=nsyenv, timeout=600, cwd=data)
+            return run([str(nsysai.exe), "warm", str(path)], env=nsyenv, timeout=600, cwd=data)
 
         n: dict = {"ingest": best(warm, runs)}
         for op, args in NSYSAI.items():
             tail = [] if op == "startup" else [str(path)]
-            n[op] = best(lambda args=args, tail=tail: bench.run_child([str(nsysai.exe)] + args + tail,
+            n[op] = best(lambda args=args, tail=tail: run([str(nsysai.exe)] + args + tail,
                                                                      env=nsyenv, timeout=600, cwd=data), runs)
         out["nsysai"] = n
     else:
@@ -167,18 +179,39 @@ def render(results: list[dict], meta: dict) -> str:
             cells.append(f"{fs(t)} / {fs(n)} / {fs(b)}")
         add(f"| {label} | " + " | ".join(cells) + " |")
     add("")
+    add("CPU seconds (user + system, every thread) of the same commands, best of the runs: a figure "
+        "that other work on the machine barely changes, unlike wall time.")
+    add("")
+    add("| command | " + " | ".join(f"{r['name']}: traceql / nsys-ai" for r in results) + " |")
+    add("|---|" + "---:|" * len(results))
+    for label, t_key, n_key, _ in rows:
+        cells = []
+        for r in results:
+            t = r["traceql"][t_key].get("cpu")
+            n = (r["nsysai"].get(n_key) or {}).get("cpu") if n_key and "problem" not in r["nsysai"] else None
+            cells.append(f"{fs(t)} / {fs(n)}")
+        add(f"| {label} | " + " | ".join(cells) + " |")
+    add("")
     add("## Goals")
+    add("")
+    add("Verdicts on wall time; CPU seconds in brackets.")
     add("")
     add("| goal | input | measured | verdict |")
     add("|---|---|---:|---|")
     for r in results:
         t = r["traceql"]
-        add(f"| ingest ≤ 0.5 s | {r['name']} | {fs(t['ingest']['secs'])} | {verdict(t['ingest']['secs'], 0.5)} |")
-        add(f"| start-up ≤ 0.15 s (`sql 'SELECT 1'`) | {r['name']} | {fs(t['startup']['secs'])} "
+        def m(k):
+            return f"{fs(t[k]['secs'])} ({fs(t[k].get('cpu'))})"
+
+        add(f"| ingest ≤ 0.5 s | {r['name']} | {m('ingest')} | {verdict(t['ingest']['secs'], 0.5)} |")
+        add(f"| start-up ≤ 0.15 s (`sql 'SELECT 1'`) | {r['name']} | {m('startup')} "
             f"| {verdict(t['startup']['secs'], 0.15)} |")
+        add(f"| start-up ≤ 0.15 s (`--version`) | {r['name']} | {m('version')} "
+            f"| {verdict(t['version']['secs'], 0.15)} |")
         worst = max(("summary",) + REPORTS, key=lambda k: t[k]["secs"] or 0)
-        add(f"| every report ≤ 0.2 s (slowest: {worst}) | {r['name']} | {fs(t[worst]['secs'])} "
-            f"| {verdict(t[worst]['secs'], 0.2)} |")
+        within = sum(1 for k in ("summary",) + REPORTS if (t[k]["secs"] or 99) <= 0.2)
+        add(f"| every report ≤ 0.2 s (slowest: {worst}; {within} of {len(REPORTS) + 1} within) | {r['name']} "
+            f"| {m(worst)} | {verdict(t[worst]['secs'], 0.2)} |")
         n = r["nsysai"]
         if "problem" in n:
             add(f"| faster than nsys-ai | {r['name']} | nsys-ai: {n['problem']} | — |")
