@@ -122,7 +122,9 @@ def child(python: Path, code: str, env: dict, timeout: float) -> dict:
     p = harness.run_child([str(python), "-c", code], env=env, timeout=timeout)
     ok = p.rc == 0 and not p.timed_out
     out = (p.out.strip().splitlines() or [""])[-1]
-    problem = "" if ok else ("timed out" if p.timed_out else (p.err.strip().splitlines() or ["?"])[-1][:200])
+    lines = p.err.strip().splitlines() or ["?"]
+    first_error = next((ln for ln in lines if "Error" in ln), lines[-1])  # DuckDB's error ends in a caret line
+    problem = "" if ok else ("timed out" if p.timed_out else first_error.strip()[:200])
     return dict(secs=p.secs if ok else None, rss_mb=p.rss_mb, load=p.load, out=out, problem=problem)
 
 

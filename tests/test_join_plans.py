@@ -9,7 +9,8 @@ can go wrong on a big one; ingest sets the thresholds that turn those choices of
 Each statement ingest runs (the derive steps of schemas/derive/, the adapters, the stored
 reports) is EXPLAINed right before it runs, on fixtures with the shapes that matter: several
 processes reusing correlation ids, push/pop stacks on several threads, start/end ranges that
-end on another thread, PyTorch op ranges with forward/backward pairs, unclosed ranges."""
+end on another thread, PyTorch op ranges with forward/backward pairs, unclosed ranges, and a
+PyTorch profiler (Kineto) trace."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from importlib import import_module
 import pytest
 
 import traceql
+from fixtures.gen_kineto import generate as generate_kineto
 from fixtures.gen_nsys import generate
 
 from .util import REPO
@@ -127,6 +129,8 @@ def plans(tmp_path_factory):
         con.executescript((REPO / "fixtures" / name).read_text())
         con.close()
         sources.append(src)
+    generate_kineto(tmp / "kineto.json.gz", kernels=2000, seed=3)  # the Kineto adapters (schemas/kineto/)
+    sources.append(tmp / "kineto.json.gz")
     mp = pytest.MonkeyPatch()
     mp.setenv("TRACEQL_TIMING", "1")
     mp.setattr(ingest_mod, "_TimedConnection", PlanRecorder)

@@ -24,10 +24,9 @@ SELECT
     TRY_CAST(s.a[3] AS BIGINT)                           AS context_id,
     nullif(TRY_CAST(s.a[4] AS BIGINT), 4294967295)       AS stream_id,
     TRY_CAST(s.a[5] AS BIGINT)                           AS event_id,
-    CASE WHEN l.pids = 1 THEN l.pid WHEN l.pid IS NULL THEN c.pid END AS pid,
+    CASE WHEN l.pids = 1 THEN l.pid WHEN l.pid IS NULL THEN getvariable('kineto_cpu_pid') END AS pid,
     s.ts,
     s.dur,
     TRY_CAST(s.a[6] AS BIGINT)                           AS correlation_id
 FROM s
-LEFT JOIN raw.kineto_launch l ON l.correlation = TRY_CAST(s.a[6] AS BIGINT)
-LEFT JOIN raw.kineto_cpu_pid c ON true;
+LEFT JOIN raw.kineto_launch l ON l.correlation = TRY_CAST(s.a[6] AS BIGINT);

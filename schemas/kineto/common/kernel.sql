@@ -10,7 +10,7 @@ SELECT
     k.device_id,
     k.context_id,
     k.stream_id,
-    CASE WHEN l.pids = 1 THEN l.pid WHEN l.pid IS NULL THEN c.pid END AS pid,
+    CASE WHEN l.pids = 1 THEN l.pid WHEN l.pid IS NULL THEN getvariable('kineto_cpu_pid') END AS pid,
     k.correlation_id,
     k.ts,
     k.dur,
@@ -29,6 +29,5 @@ SELECT
     CAST(NULL AS BIGINT)    AS graph_id
 FROM raw.kineto_gpu k
 LEFT JOIN raw.kineto_launch l ON l.correlation = k.correlation_id
-LEFT JOIN raw.kineto_cpu_pid c ON true
 LEFT JOIN src_demangled d ON d.symbol = k.name
 WHERE k.kind = 'kernel';

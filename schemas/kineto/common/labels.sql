@@ -26,13 +26,14 @@ FROM (SELECT TRY_CAST(json_extract_string(args, '$.correlation') AS BIGINT) AS c
 WHERE correlation IS NOT NULL
 GROUP BY correlation;
 
--- raw.kineto_cpu_pid: the trace's CPU process when there is exactly one (the process of every
--- call and CPU range): the process of GPU work whose launching call the trace lacks.
-CREATE OR REPLACE TABLE raw.kineto_cpu_pid AS
-SELECT min(pid) AS pid
-FROM (SELECT DISTINCT pid FROM raw.kineto_typed
-      WHERE kind IN ('runtime', 'driver', 'cpu_op', 'user_annotation') AND pid IS NOT NULL)
-HAVING count(*) = 1;
+-- kineto_cpu_pid (a variable, read with getvariable: a value, not a table to join with every GPU
+-- event): the trace's CPU process when there is exactly one (the process of every call and CPU
+-- range), else NULL: the process of GPU work whose launching call the trace lacks.
+SET VARIABLE kineto_cpu_pid = (
+    SELECT min(pid)
+    FROM (SELECT DISTINCT pid FROM raw.kineto_typed
+          WHERE kind IN ('runtime', 'driver', 'cpu_op', 'user_annotation') AND pid IS NOT NULL)
+    HAVING count(*) = 1);
 
 -- raw.kineto_gpu: kernels, copies and memsets with their arguments. The correlation id is the
 -- event's 'correlation' argument, else the id of the launch flow ('ac2g', 'async', 'async_gpu')
@@ -53,6 +54,8 @@ flow_end AS (
     FROM raw.kineto_typed WHERE kind = 'launch_flow' AND ph = 'f' AND id IS NOT NULL
     GROUP BY ALL
 )
+-- (the flow is looked up for every GPU event, used only where the argument is absent: a condition
+-- on the argument in the join would make it a nested loop)
 SELECT g.src_row, g.kind, g.name, g.ts, g.dur,
        coalesce(TRY_CAST(g.a[1] AS INTEGER), TRY_CAST(g.pid AS INTEGER)) AS device_id,
        TRY_CAST(g.a[2] AS BIGINT)                                   AS context_id,
@@ -65,7 +68,7 @@ SELECT g.src_row, g.kind, g.name, g.ts, g.dur,
        TRY_CAST(g.a[9] AS INTEGER[])                                AS block
 FROM g
 LEFT JOIN flow_end f
-  ON g.a[4] IS NULL AND f.pid IS NOT DISTINCT FROM g.pid AND f.tid IS NOT DISTINCT FROM g.tid AND f.ts = g.ts;
+  ON f.pid IS NOT DISTINCT FROM g.pid AND f.tid IS NOT DISTINCT FROM g.tid AND f.ts = g.ts;
 
 -- src_copy_kind: the direction abbreviations of Kineto's copy names ('Memcpy HtoD (Pageable -> Device)')
 -- and their readable labels, as nsys names them.

@@ -13,7 +13,7 @@ SELECT
     m.device_id,
     m.context_id,
     m.stream_id,
-    CASE WHEN l.pids = 1 THEN l.pid WHEN l.pid IS NULL THEN c.pid END AS pid,
+    CASE WHEN l.pids = 1 THEN l.pid WHEN l.pid IS NULL THEN getvariable('kineto_cpu_pid') END AS pid,
     m.correlation_id,
     m.ts,
     m.dur,
@@ -27,5 +27,4 @@ SELECT
     CAST(NULL AS BIGINT)            AS graph_id
 FROM m
 LEFT JOIN src_copy_kind ck ON ck.abbr = m.p.abbr
-LEFT JOIN raw.kineto_launch l ON l.correlation = m.correlation_id
-LEFT JOIN raw.kineto_cpu_pid c ON true;
+LEFT JOIN raw.kineto_launch l ON l.correlation = m.correlation_id;

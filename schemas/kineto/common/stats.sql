@@ -49,5 +49,5 @@ SELECT 'kineto.gpu_ops_pid_from_trace', count(*), 'info',
        'kernels, copies or memsets whose launching call is not in the trace: their process is the trace''s only CPU process'
 FROM raw.kineto_gpu g
 WHERE NOT EXISTS (SELECT 1 FROM raw.kineto_launch l WHERE l.correlation = g.correlation_id)
-  AND EXISTS (SELECT 1 FROM raw.kineto_cpu_pid)
+  AND getvariable('kineto_cpu_pid') IS NOT NULL
 HAVING count(*) > 0;
