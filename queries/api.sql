@@ -57,7 +57,7 @@ grouped AS (
 )
 SELECT
     trace_id, name, calls,
-    CAST(total_ns AS BIGINT) AS total_ns,
+    TRY_CAST(total_ns AS BIGINT) AS total_ns,
     100.0 * total_ns / nullif(sum(total_ns) OVER (PARTITION BY trace_id), 0) AS pct,
     avg_ns, med_ns, min_ns, max_ns, stddev_ns, kind
 FROM grouped

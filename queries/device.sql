@@ -61,14 +61,14 @@ grouped AS (
 )
 SELECT
     trace_id, device_id, device,
-    CAST(calls AS BIGINT) AS calls,
-    CAST(total_ns AS BIGINT) AS total_ns,
+    TRY_CAST(calls AS BIGINT) AS calls,
+    TRY_CAST(total_ns AS BIGINT) AS total_ns,
     100.0 * total_ns / nullif(sum(total_ns) OVER (PARTITION BY trace_id), 0) AS pct,
-    CAST(kernel_ns AS BIGINT) AS kernel_ns,
-    CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
-    CAST(memset_ns AS BIGINT) AS memset_ns,
-    CAST(busy_ns AS BIGINT) AS busy_ns,
-    CAST(span_ns AS BIGINT) AS span_ns,
+    TRY_CAST(kernel_ns AS BIGINT) AS kernel_ns,
+    TRY_CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
+    TRY_CAST(memset_ns AS BIGINT) AS memset_ns,
+    TRY_CAST(busy_ns AS BIGINT) AS busy_ns,
+    TRY_CAST(span_ns AS BIGINT) AS span_ns,
     100.0 * busy_ns / nullif(span_ns, 0) AS busy_pct
 FROM grouped
 ORDER BY trace_id NULLS FIRST, device_id NULLS LAST;

@@ -83,9 +83,9 @@ grouped AS (
 )
 SELECT
     trace_id, name, calls, launched, api_calls,
-    CAST(api_total_ns AS BIGINT) AS api_total_ns, api_avg_ns,
+    TRY_CAST(api_total_ns AS BIGINT) AS api_total_ns, api_avg_ns,
     queued, queue_avg_ns, queue_med_ns, queue_min_ns, queue_max_ns,
-    CAST(kernel_total_ns AS BIGINT) AS kernel_total_ns,
+    TRY_CAST(kernel_total_ns AS BIGINT) AS kernel_total_ns,
     100.0 * kernel_total_ns / nullif(sum(kernel_total_ns) OVER (PARTITION BY trace_id), 0) AS kernel_pct,
     kernel_avg_ns, total_avg_ns, api_names
 FROM grouped

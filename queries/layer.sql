@@ -35,12 +35,12 @@ grouped AS (
 )
 SELECT
     trace_id, layer, kernels,
-    CAST(fwd_ns AS BIGINT) AS fwd_ns,
-    CAST(bwd_ns AS BIGINT) AS bwd_ns,
-    CAST(fwd_ns + bwd_ns AS BIGINT) AS total_ns,
+    TRY_CAST(fwd_ns AS BIGINT) AS fwd_ns,
+    TRY_CAST(bwd_ns AS BIGINT) AS bwd_ns,
+    TRY_CAST(fwd_ns + bwd_ns AS BIGINT) AS total_ns,
     100.0 * (fwd_ns + bwd_ns) / nullif(sum(fwd_ns + bwd_ns) OVER (PARTITION BY trace_id), 0) AS pct,
-    CAST(flops AS BIGINT) AS flops,
-    CAST(bytes AS BIGINT) AS bytes,
+    TRY_CAST(flops AS BIGINT) AS flops,
+    TRY_CAST(bytes AS BIGINT) AS bytes,
     round(flops / nullif(flops_ns, 0) / 1e3, 3) AS tflops
 FROM grouped
 ORDER BY trace_id NULLS FIRST, layer = '[no layer]', total_ns DESC, layer;

@@ -44,10 +44,10 @@ grouped AS (
 )
 SELECT
     trace_id, kind, calls,
-    CAST(total_ns AS BIGINT) AS total_ns,
+    TRY_CAST(total_ns AS BIGINT) AS total_ns,
     100.0 * total_ns / nullif(sum(total_ns) OVER (PARTITION BY trace_id), 0) AS pct,
     avg_ns, med_ns, min_ns, max_ns, stddev_ns,
-    CAST(total_bytes AS BIGINT) AS total_bytes, avg_bytes, min_bytes, max_bytes,
+    TRY_CAST(total_bytes AS BIGINT) AS total_bytes, avg_bytes, min_bytes, max_bytes,
     CAST(total_bytes AS DOUBLE) / nullif(total_ns, 0) AS gb_per_s
 FROM grouped
 ORDER BY trace_id NULLS FIRST, total_ns DESC, kind;

@@ -99,14 +99,14 @@ outside AS (
 rows AS (SELECT * FROM per_op UNION ALL SELECT * FROM outside)
 SELECT
     trace_id, op, sizes,
-    CAST(calls AS BIGINT) AS calls,
-    CAST(fwd_ns AS BIGINT) AS fwd_ns,
-    CAST(bwd_ns AS BIGINT) AS bwd_ns,
-    CAST(total_ns AS BIGINT) AS total_ns,
+    TRY_CAST(calls AS BIGINT) AS calls,
+    TRY_CAST(fwd_ns AS BIGINT) AS fwd_ns,
+    TRY_CAST(bwd_ns AS BIGINT) AS bwd_ns,
+    TRY_CAST(total_ns AS BIGINT) AS total_ns,
     100.0 * total_ns / nullif(sum(total_ns) OVER (PARTITION BY trace_id), 0) AS pct,
     round(kernels / calls, 2) AS kernels_per_call,
-    CAST(flops AS BIGINT) AS flops,
-    CAST(bytes AS BIGINT) AS bytes,
+    TRY_CAST(flops AS BIGINT) AS flops,
+    TRY_CAST(bytes AS BIGINT) AS bytes,
     round(flops / nullif(flops_ns, 0) / 1e3, 3) AS tflops,
     round(ideal_ns, 1) AS ideal_ns,
     round(100.0 * ideal_ns / nullif(ideal_measured_ns, 0), 2) AS efficiency_pct

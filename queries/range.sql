@@ -38,7 +38,7 @@ per_name AS (
         p.label AS name,
         count(*) AS instances,
         sum(p.dur) AS cpu_total_ns,
-        CAST(round(avg(p.dur)) AS BIGINT) AS cpu_avg_ns,
+        TRY_CAST(round(avg(p.dur)) AS BIGINT) AS cpu_avg_ns,
         coalesce(sum(g.kernel_ns), 0) AS gpu_kernel_ns,
         coalesce(sum(g.own_kernel_ns), 0) AS own_kernel_ns,
         coalesce(sum(g.other_kernel_ns), 0) AS other_kernel_ns,
@@ -73,10 +73,10 @@ unattributed AS (
       AND $match IS NULL AND $domain IS NULL AND NOT coalesce($filtered, false)
     GROUP BY 1
 )
-SELECT trace_id, name, instances, CAST(cpu_total_ns AS BIGINT) AS cpu_total_ns, cpu_avg_ns,
-       CAST(gpu_kernel_ns AS BIGINT) AS gpu_kernel_ns, CAST(own_kernel_ns AS BIGINT) AS own_kernel_ns,
-       CAST(other_kernel_ns AS BIGINT) AS other_kernel_ns, CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
-       CAST(memset_ns AS BIGINT) AS memset_ns, CAST(gpu_busy_ns AS BIGINT) AS gpu_busy_ns,
-       CAST(projected_ns AS BIGINT) AS projected_ns, kernels
+SELECT trace_id, name, instances, TRY_CAST(cpu_total_ns AS BIGINT) AS cpu_total_ns, cpu_avg_ns,
+       TRY_CAST(gpu_kernel_ns AS BIGINT) AS gpu_kernel_ns, TRY_CAST(own_kernel_ns AS BIGINT) AS own_kernel_ns,
+       TRY_CAST(other_kernel_ns AS BIGINT) AS other_kernel_ns, TRY_CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
+       TRY_CAST(memset_ns AS BIGINT) AS memset_ns, TRY_CAST(gpu_busy_ns AS BIGINT) AS gpu_busy_ns,
+       TRY_CAST(projected_ns AS BIGINT) AS projected_ns, kernels
 FROM (SELECT * FROM per_name UNION ALL SELECT * FROM unattributed)
 ORDER BY trace_id NULLS FIRST, cpu_total_ns DESC NULLS LAST, name;

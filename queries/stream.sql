@@ -52,11 +52,11 @@ grouped AS (
 )
 SELECT
     trace_id, device_id, stream_id, calls,
-    CAST(total_ns AS BIGINT) AS total_ns,
+    TRY_CAST(total_ns AS BIGINT) AS total_ns,
     100.0 * total_ns / nullif(sum(total_ns) OVER (PARTITION BY trace_id), 0) AS pct,
-    kernels, CAST(kernel_ns AS BIGINT) AS kernel_ns,
-    memcpys, CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
-    memsets, CAST(memset_ns AS BIGINT) AS memset_ns,
-    CAST(busy_ns AS BIGINT) AS busy_ns, first_ts, last_end_ts
+    kernels, TRY_CAST(kernel_ns AS BIGINT) AS kernel_ns,
+    memcpys, TRY_CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
+    memsets, TRY_CAST(memset_ns AS BIGINT) AS memset_ns,
+    TRY_CAST(busy_ns AS BIGINT) AS busy_ns, first_ts, last_end_ts
 FROM grouped
 ORDER BY trace_id NULLS FIRST, device_id NULLS LAST, stream_id NULLS LAST;

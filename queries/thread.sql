@@ -53,11 +53,11 @@ grouped AS (
 )
 SELECT
     trace_id, pid, tid, thread, calls,
-    CAST(total_ns AS BIGINT) AS total_ns,
+    TRY_CAST(total_ns AS BIGINT) AS total_ns,
     100.0 * total_ns / nullif(sum(total_ns) OVER (PARTITION BY trace_id), 0) AS pct,
     avg_ns, max_ns,
-    CAST(gpu_ops AS BIGINT) AS gpu_ops,
-    CAST(gpu_ns AS BIGINT) AS gpu_ns,
+    TRY_CAST(gpu_ops AS BIGINT) AS gpu_ops,
+    TRY_CAST(gpu_ns AS BIGINT) AS gpu_ns,
     process
 FROM grouped
 ORDER BY trace_id NULLS FIRST, total_ns DESC, pid NULLS LAST, tid NULLS LAST;

@@ -33,7 +33,14 @@ layout's raw.sql, so they land where they matter):
   rename    a table renamed: other letter case, a suffix, or swapped with another
   mixed     one SQL mutation followed by a byte-level one
 
-    python -m tests.fuzz                    # 300 variants through the CLI, 2 at a time
+Two more families check the rest of what traceql promises (see the comments above
+run_sql_variant and run_fault_variant): SQL-surface variants run `traceql sql` with statement
+kinds, EXPLAIN forms, literal syntaxes sqlglot cannot parse and table functions, and must
+neither write nor read a file of the machine without --write / --allow-files; workspace-fault
+variants run commands through symbolic links and loops, on private modes and groups, under a
+file size limit (a full disk), on damaged workspace files, with SIGINT and junk settings.
+
+    python -m tests.fuzz                    # 300 + 200 + 100 variants through the CLI, 2 at a time
     python -m tests.fuzz -n 30 --mode api   # in-process (what the pytest subset runs)
     python -m tests.fuzz --keep out/        # keep the failing variants for a look
 
@@ -563,48 +570,512 @@ def run(n: int = 300, seed: int = 1, jobs: int = 2, mode: str = "cli", work: Pat
             shutil.rmtree(work, ignore_errors=True)
 
 
+# -- the query surface: SQL that must neither write nor read the machine's files ----------------
+#
+# Each SQL variant is one `traceql sql` (or Workspace.sql) call on a copy of the base workspace,
+# from a folder that holds a secret file and a HOME of its own. Its SQL is built from the
+# statement kinds DuckDB knows (writes, reads, transactions, settings, extensions), EXPLAIN in
+# every form, literal syntaxes sqlglot cannot parse (so that DuckDB's parser alone classifies
+# the statement), and table functions that read files, globs or URLs, composed in CTEs,
+# subqueries and several statements. A fifth of them run with --write. Every outcome must be
+# exit 0 or one 'traceql: error:' line with exit 2 or 5, and: no file created or changed
+# anywhere in the folder (HOME included: no extension installed), the secret never printed,
+# and without --write the workspace byte for byte as before.
+
+SQL_FAMILIES = ("statement", "explain", "literal", "table_function", "composed")
+
+SQL_STATEMENTS = (
+    "CREATE TABLE t AS SELECT 1 AS x", "CREATE VIEW v AS SELECT * FROM kernel", "CREATE MACRO m(a) AS a + 1",
+    "CREATE SEQUENCE s", "CREATE TYPE mood AS ENUM ('a', 'b')", "CREATE SCHEMA s2", "CREATE INDEX i ON kernel (name)",
+    "DROP TABLE kernel", "DROP VIEW gpu_op", "INSERT INTO kernel SELECT * FROM kernel", "UPDATE kernel SET dur = 0",
+    "DELETE FROM kernel", "ALTER TABLE kernel RENAME TO k2", "ALTER TABLE kernel ADD COLUMN z INTEGER",
+    "TRUNCATE kernel", "ATTACH '{db2}' AS other", "ATTACH '{secret}' AS other (TYPE sqlite)", "DETACH other",
+    "COPY kernel TO '{out}'", "COPY kernel TO '{out}' (FORMAT parquet)", "COPY (SELECT * FROM trace) TO '{out}'",
+    "COPY kernel FROM '{secret}'", "EXPORT DATABASE '{outdir}'", "IMPORT DATABASE '{folder}'",
+    "PRAGMA enable_profiling", "PRAGMA profiling_output = '{out}'", "PRAGMA database_size", "PRAGMA show_tables",
+    "INSTALL httpfs", "FORCE INSTALL spatial", "LOAD httpfs", "LOAD '{secret}'", "INSTALL '{secret}'",
+    "SET threads = 1", "SET enable_external_access = true", "SET allowed_directories = ['/']",
+    "SET allowed_paths = ['{secret}']", "SET temp_directory = '{outdir}'", "SET profiling_output = '{out}'",
+    "SET autoinstall_known_extensions = true", "SET extension_directory = '{outdir}'", "RESET threads",
+    "CALL pragma_version()", "CALL checkpoint()", "CHECKPOINT", "FORCE CHECKPOINT", "BEGIN TRANSACTION", "COMMIT",
+    "ROLLBACK", "VACUUM", "ANALYZE", "PREPARE p AS SELECT 1", "EXECUTE p", "DEALLOCATE p", "USE memory",
+    "CREATE SECRET (TYPE s3, KEY_ID 'a', SECRET 'b')",
+    "CREATE PERSISTENT SECRET sec (TYPE s3, KEY_ID 'a', SECRET 'b')", "UPDATE EXTENSIONS", "SUMMARIZE kernel",
+    "DESCRIBE kernel", "SHOW TABLES", "PIVOT kernel ON stream_id", "PIVOT kernel ON stream_id IN (7) USING count(*)",
+    "UNPIVOT kernel ON dur INTO NAME k VALUE v", "SELECT * INTO t FROM kernel", "FROM kernel", "VALUES (1)",
+    "SET VARIABLE v = 1", "CREATE OR REPLACE TABLE trace AS SELECT 1 AS trace_id",
+    "INSERT OR REPLACE INTO trace SELECT * FROM trace", "COMMENT ON TABLE kernel IS 'x'",
+    "SELECT count(*) FROM kernel", "WITH x AS (SELECT 1 AS a) INSERT INTO kernel SELECT * FROM kernel",
+)
+
+EXPLAIN_FORMS = ("EXPLAIN ", "EXPLAIN ANALYZE ", "explain analyse ", "EXPLAIN (ANALYZE) ",
+                 "EXPLAIN (ANALYZE, FORMAT json) ", "EXPLAIN (FORMAT json) ", "EXPLAIN /* c */ ANALYZE ",
+                 "EXPLAIN -- c\nANALYZE ", "EXPLAIN\n\tANALYZE\n", "EXPLAIN ANALYZE EXPLAIN ANALYZE ",
+                 "EXPLAIN (FORMAT 'json', ANALYZE) ", "EXPLAIN ANALYZE /* ( */ ")
+
+# Literal syntaxes, most of which sqlglot cannot parse (DuckDB's parser then classifies alone)
+SQL_LITERALS = ("x'00'", "X'DEADBEEF'", "e'\\x41'", "'\\xAA'::BLOB", "$$dollar$$", "$tag$x$tag$", "U&'\\0041'",
+                "1_000_000", "0x1F", "0b101", "{'a': 1}", "[1, 2, 3]", "MAP {'k': 1}", "'a' ^@ 'a'",
+                "1::HUGEINT", "INTERVAL 1 DAY", "TIMESTAMP '2020-01-01'", "'\\u0000'", "\"weird\"\"ident\"",
+                "list_transform([1], x -> x + 1)", "'{secret}'", "COLUMNS('d.*')", "#1")
+
+TABLE_FUNCTIONS = (
+    "read_text('{secret}')", "read_blob('{secret}')", "read_csv('{secret}')", "read_csv_auto('{secret}')",
+    "read_parquet('{secret}')", "parquet_scan('{secret}')", "parquet_metadata('{secret}')", "read_json('{secret}')",
+    "read_json_auto('{secret}')", "read_ndjson('{secret}')", "glob('{home}/*')", "glob('{folder}/*')",
+    "sqlite_scan('{secret}', 'x')", "'{secret}'", "'{folder}/*.txt'", "read_text('{folder}/*')",
+    "query('SELECT 1')", "query('COPY kernel TO ''{out}''')", "query_table('kernel')", "duckdb_settings()",
+    "duckdb_extensions()", "duckdb_secrets()", "range(3)", "generate_series(1, 3)",
+    "read_text('https://example.com/')", "read_csv('s3://bucket/x.csv')", "'http://example.com/x.parquet'",
+    "read_text('~/.ssh/id_rsa')", "iceberg_scan('{folder}')", "delta_scan('{folder}')",
+    "json_execute_serialized_sql('x')", "sniff_csv('{secret}')", "read_text(['{secret}', '{secret}'])",
+)
+
+WRAPS = ("SELECT * FROM {f}", "SELECT count(*) FROM {f}", "WITH x AS (SELECT * FROM {f}) SELECT * FROM x",
+         "SELECT (SELECT count(*) FROM {f}) AS n", "SELECT * FROM kernel WHERE EXISTS (SELECT 1 FROM {f})",
+         "SELECT * FROM kernel, LATERAL (SELECT * FROM {f}) t", "SELECT 1 AS a UNION ALL SELECT count(*) FROM {f}",
+         "FROM {f}", "SUMMARIZE SELECT * FROM {f}", "DESCRIBE SELECT * FROM {f}", "CREATE TABLE t AS SELECT * FROM {f}")
+
+
+def sql_text(family: str, rng: random.Random) -> str:
+    if family == "statement":
+        return rng.choice(SQL_STATEMENTS)
+    if family == "explain":
+        inner = rng.choice(SQL_STATEMENTS + tuple(w.format(f=rng.choice(TABLE_FUNCTIONS)) for w in WRAPS[:3]))
+        text = rng.choice(EXPLAIN_FORMS) + inner
+        return (f"SELECT {rng.choice(SQL_LITERALS)} AS v; " + text) if rng.random() < 0.6 else text
+    if family == "literal":
+        lit = rng.choice(SQL_LITERALS)
+        tail = rng.choice(SQL_STATEMENTS + tuple(f + s for f in EXPLAIN_FORMS[:3] for s in SQL_STATEMENTS[:20]))
+        return rng.choice((f"SELECT {lit} AS v; {tail}", f"SELECT {lit} AS v", f"{tail}; SELECT {lit} AS v",
+                           f"SELECT {lit} AS v FROM kernel"))
+    if family == "table_function":
+        return rng.choice(WRAPS).format(f=rng.choice(TABLE_FUNCTIONS))
+    parts = [rng.choice(SQL_STATEMENTS), rng.choice(WRAPS).format(f=rng.choice(TABLE_FUNCTIONS)),
+             rng.choice(EXPLAIN_FORMS) + rng.choice(SQL_STATEMENTS), f"SELECT {rng.choice(SQL_LITERALS)} AS v"]
+    rng.shuffle(parts)
+    return rng.choice(("; ", ";\n", " ; -- x\n")).join(parts[:rng.randint(2, 4)])
+
+
+SECRET = "TRACEQL-FUZZ-SECRET"
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    """Every file under folder (links as links): relative path -> content hash or link target."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        rel = str(p.relative_to(folder))
+        if p.is_symlink():
+            out[rel] = "-> " + os.readlink(p)
+        elif p.is_file():
+            out[rel] = sha256(p)
+        else:
+            out[rel] = "dir"
+    return out
+
+
+def run_sql_variant(index: int, seed: int, work: Path, base_db: Path, mode: str = "cli",
+                    timeout: float = 120.0) -> Outcome:
+    rng = random.Random(f"sql:{seed}:{index}")
+    family = SQL_FAMILIES[index % len(SQL_FAMILIES)]
+    folder = work / f"s{index:04d}"
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "home").mkdir(parents=True)
+    secret = folder / "secret.txt"
+    secret.write_text(f"id,value\n1,{SECRET}\n")
+    db = folder / "ws.duckdb"
+    shutil.copyfile(base_db, db)
+    places = {"secret": secret, "out": folder / "out.csv", "outdir": folder / "outdir", "db2": folder / "other.duckdb",
+              "folder": folder, "home": folder / "home"}
+    text = sql_text(family, rng)
+    for key, value in places.items():
+        text = text.replace("{" + key + "}", str(value))
+    write = rng.random() < 0.2
+    dialect = "sqlite" if family == "table_function" and rng.random() < 0.1 else None
+    out = Outcome(index, "base workspace", f"sql:{family}", ("--write " if write else "") + text[:300])
+    before_ws, before = sha256(db), _snapshot(folder)
+    started = time.perf_counter()
+    if mode == "cli":
+        args = [sys.executable, "-m", "traceql", "--db", str(db), "sql", "--format", "csv"]
+        args += ["--write"] if write else []
+        args += ["--dialect", dialect] if dialect else []
+        try:
+            proc = subprocess.run(args + [text], capture_output=True, text=True, timeout=timeout, cwd=folder,
+                                  env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(folder / "home")})
+            code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired:
+            code, stdout, stderr = None, "", ""
+    else:
+        code, stdout, stderr = _sql_api(db, text, write, dialect, folder)
+    out.seconds = time.perf_counter() - started
+    lines = stderr.strip().splitlines()
+    out.message = lines[0][:300] if lines else ""
+    if code is None:
+        out.problems.append(f"no answer within {timeout:.0f} s")
+    elif code == 0:
+        out.result = "ran"
+    elif code in (2, 5):
+        out.result = EXIT_CLASSES[code]
+        if len(lines) != 1 or not lines[0].startswith("traceql: error: ") or "Traceback" in stderr:
+            out.problems.append(f"error output is not one 'traceql: error:' line: {stderr[:500]!r}")
+    else:
+        out.problems.append(f"exit code {code}: {stderr.strip()[-500:]!r}")
+    if SECRET in stdout or SECRET in stderr:
+        out.problems.append("the secret file was read and printed")
+    after = _snapshot(folder)
+    allowed = {"ws.duckdb", "ws.duckdb.lock", "ws.duckdb.wal"} if write else {"ws.duckdb.lock"}
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k not in allowed)
+    if changed:
+        out.problems.append(f"files created or changed: {changed}")
+    if not write and sha256(db) != before_ws:
+        out.problems.append("workspace changed without --write")
+    if code is not None and not write:  # with --write the SQL may drop what it likes
+        try:
+            import traceql
+
+            with traceql.open(db) as ws:
+                ws.info()
+        except Exception as exc:  # noqa: BLE001
+            out.problems.append(f"workspace unusable after a read-only query: {type(exc).__name__}: {exc}")
+    out.result = "FAIL" if out.problems else out.result
+    return out
+
+
+def _sql_api(db: Path, text: str, write: bool, dialect: str | None, folder: Path) -> tuple[int, str, str]:
+    import traceql
+
+    home, cwd = os.environ.get("HOME"), os.getcwd()
+    os.environ["HOME"] = str(folder / "home")
+    os.chdir(folder)
+    try:
+        with traceql.open(db, write=write) as ws:
+            table = ws.sql(text, dialect=dialect)
+        return 0, str(table.to_pylist())[:100_000], ""
+    except traceql.TraceqlError as exc:
+        return exc.exit_code, "", f"traceql: error: {exc}\n"
+    except Exception as exc:  # noqa: BLE001 - what the fuzzer is looking for
+        return 1, "", f"{type(exc).__name__}: {exc}\n"
+    finally:
+        os.chdir(cwd)
+        if home is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = home
+
+
+# -- workspace faults -------------------------------------------------------------------------
+#
+# Each fault variant damages the workspace or its surroundings, then runs a command on it:
+#
+#   symlink       --db names a link (or a chain of links) to the workspace: written through, the
+#                 link kept, one lock beside the target
+#   symlink_loop  --db or an input file is a link loop, or an input a link to nothing
+#   mode          a private or group-shared workspace (600, 640, 660) and its group: kept by ingest
+#   full_disk     a file size limit (`ulimit -f`, RLIMIT_FSIZE) smaller than what the command
+#                 writes: ingest, sql --write, rm, export, -o
+#   corrupt       bytes of the workspace file overwritten (a block, a header, a cut file): info,
+#                 sql, report, ingest, rm, export
+#   interrupt     SIGINT at a random moment of an ingest
+#   env           junk in TRACEQL_MEMORY_LIMIT or TRACEQL_LOCK_TIMEOUT
+#
+# Every outcome must be exit 0, or 130 after SIGINT, or one 'traceql: error:' line with exit
+# 2-5; a command that writes the workspace and fails leaves it byte for byte as it was; no
+# temporary file is left; after a success the workspace opens.
+
+FAULTS = ("symlink", "symlink_loop", "mode", "full_disk", "corrupt", "interrupt", "env")
+WRITERS = ("ingest", "rm", "sql --write")
+
+
+def _fault_command(kind: str, rng: random.Random, folder: Path, src: Path) -> tuple[str, list[str]]:
+    """(name, arguments after --db DB) of the command a fault variant runs."""
+    choices = {
+        "ingest": ["ingest", str(src)],
+        "rm": ["rm", "1"],
+        "sql --write": ["sql", "--write", "CREATE TABLE big AS SELECT range AS x, repeat('x', 200) AS s "
+                                          "FROM range(100000)"],
+        "info": ["info"],
+        "sql": ["sql", "--format", "csv", "SELECT name, count(*), sum(dur) FROM kernel GROUP BY 1"],
+        "report": ["report", "--by", rng.choice(("kernel", "range", "gpu", "api")), "--recompute"],
+        "export": ["export", "--format", rng.choice(("csv", "parquet")), "-o", str(folder / "export")],
+        "sql -o": ["sql", "--format", "csv", "-o", str(folder / "out.csv"), "SELECT * FROM kernel"],
+    }
+    if kind == "full_disk":
+        name = rng.choice(("ingest", "ingest", "rm", "sql --write", "export", "sql -o"))
+    elif kind == "corrupt":
+        name = rng.choice(("info", "sql", "report", "ingest", "rm", "export"))
+    else:
+        name = "ingest"
+    return name, choices[name]
+
+
+def run_fault_variant(index: int, seed: int, work: Path, base_db: Path, srcs: list[Path],
+                      timeout: float = 300.0) -> Outcome:
+    import signal
+
+    rng = random.Random(f"fault:{seed}:{index}")
+    kind = FAULTS[index % len(FAULTS)]
+    src = rng.choice(srcs)
+    folder = work / f"f{index:04d}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    real = folder / "ws.duckdb"
+    shutil.copyfile(base_db, real)
+    db = real
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(folder)}
+    name, args = _fault_command(kind, rng, folder, src)
+    preexec, what, sigint_after = None, "", None
+    expect_codes = {0, 2, 3, 4, 5}
+    if kind == "symlink":
+        depth = rng.choice((1, 1, 2))
+        target = real
+        for i in range(depth):
+            link = folder / f"link{i}.duckdb"
+            link.symlink_to(target.name if rng.random() < 0.5 else target)
+            target = link
+        db = target
+        what = f"--db through {depth} link(s)"
+    elif kind == "symlink_loop":
+        how = rng.choice(("db", "db2", "input", "dangling_input", "dangling_db"))
+        loop = folder / "loop.duckdb"
+        if how == "db":
+            loop.symlink_to(loop.name)
+            db = loop
+        elif how == "db2":
+            (folder / "a.duckdb").symlink_to("b.duckdb")
+            (folder / "b.duckdb").symlink_to("a.duckdb")
+            db = folder / "a.duckdb"
+        elif how == "input":
+            (folder / "in.sqlite").symlink_to("in.sqlite")
+            args = ["ingest", str(folder / "in.sqlite")]
+        elif how == "dangling_input":
+            (folder / "in.sqlite").symlink_to("missing.sqlite")
+            args = ["ingest", str(folder / "in.sqlite")]
+        else:  # a link to a workspace not made yet: the ingest creates it there
+            (folder / "new.duckdb").symlink_to("made.duckdb")
+            db = folder / "new.duckdb"
+        if how in ("db", "db2") and rng.random() < 0.5:
+            args = rng.choice((["info"], ["sql", "SELECT 1"], ["rm", "1"]))
+        what = f"{how}: {' '.join(args[:1])}"
+    elif kind == "mode":
+        mode = rng.choice((0o600, 0o640, 0o660, 0o644, 0o400))
+        real.chmod(mode)
+        if os.geteuid() == 0:
+            os.chown(real, -1, rng.choice((0, 65534)))
+        what = f"workspace mode {mode:o}, group {real.stat().st_gid}"
+    elif kind == "full_disk":
+        import resource
+
+        size = real.stat().st_size
+        limit = rng.choice((size // 2, size, size + 4096, size + 100_000, 2 * size, 20_000))
+
+        def preexec():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        what = f"ulimit -f {limit} bytes: {name}"
+    elif kind == "corrupt":
+        data = bytearray(real.read_bytes())
+        how = rng.choice(("block", "block", "header", "truncate", "zero_block", "bits"))
+        if how == "block":
+            off = rng.randrange(3 * 4096, len(data))
+            data[off:off + 512] = bytes(rng.randrange(256) for _ in range(min(512, len(data) - off)))
+        elif how == "zero_block":
+            off = rng.randrange(3 * 4096, len(data))
+            data[off:off + 4096] = b"\x00" * min(4096, len(data) - off)
+        elif how == "header":
+            off = rng.randrange(0, 3 * 4096)
+            data[off:off + 8] = bytes(rng.randrange(256) for _ in range(8))
+        elif how == "truncate":
+            del data[rng.randrange(0, len(data)):]
+        else:
+            for _ in range(rng.choice((1, 8, 64))):
+                i = rng.randrange(len(data))
+                data[i] ^= 1 << rng.randrange(8)
+        real.write_bytes(bytes(data))
+        what = f"{how}: {name}"
+    elif kind == "interrupt":
+        sigint_after = rng.uniform(1.0, 4.0)  # after Python's start (an interrupted import is Python's own)
+        expect_codes = {0, 130}
+        what = f"SIGINT after {sigint_after:.2f} s"
+    else:
+        var, value = rng.choice((
+            ("TRACEQL_MEMORY_LIMIT", rng.choice(("lots", "-1GB", "3GB'; DROP TABLE kernel; --", "", "1", "0.5GB",
+                                                  "80%", "1e3MB", "9999999TB"))),
+            ("TRACEQL_LOCK_TIMEOUT", rng.choice(("nan", "inf", "-1", "1e309", "soon", "0", "0.5", "")))))
+        env[var] = value
+        what = f"{var}={value!r}"
+    out = Outcome(index, str(src.relative_to(TRACES)) if src.is_relative_to(TRACES) else str(src),
+                  f"fault:{kind}", what)
+    writes = name in WRITERS
+    before_ws = sha256(real) if real.exists() else None
+    before_mode = (real.stat().st_mode, real.stat().st_gid) if real.exists() else None
+    started = time.perf_counter()
+    cmd = [sys.executable, "-m", "traceql", "--db", str(db), *args]
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                env=env, preexec_fn=preexec)
+        if sigint_after is not None:
+            try:
+                proc.wait(timeout=sigint_after)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=timeout)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        code = None
+    out.seconds = time.perf_counter() - started
+    lines = stderr.strip().splitlines()
+    out.message = (lines[-1] if lines else "")[:300]
+    if code is None:
+        out.problems.append(f"no answer within {timeout:.0f} s")
+    elif code not in expect_codes and code != 130:
+        out.problems.append(f"exit code {code}: {stderr.strip()[-500:]!r}")
+    elif code == 130:
+        out.result = "interrupted"
+        if kind != "interrupt":
+            out.problems.append("exit 130 without an interrupt")
+    elif code == 0:
+        out.result = "ok"
+    else:
+        out.result = EXIT_CLASSES[code]
+        if len(lines) != 1 or not lines[0].startswith("traceql: error: ") or "Traceback" in stderr:
+            out.problems.append(f"error output is not one 'traceql: error:' line: {stderr[:500]!r}")
+    failed = code not in (0, None)
+    if failed and writes and before_ws is not None and (not real.exists() or sha256(real) != before_ws):
+        out.problems.append("workspace changed by a failed command")
+    if kind == "symlink" and not db.is_symlink():
+        out.problems.append("the link was replaced")
+    if kind == "mode" and code == 0 and real.exists() and (real.stat().st_mode, real.stat().st_gid) != before_mode:
+        out.problems.append(f"mode or group changed: {before_mode} -> {(real.stat().st_mode, real.stat().st_gid)}")
+    if code == 0 and writes and kind in ("symlink", "mode", "interrupt", "env"):
+        try:
+            import traceql
+
+            with traceql.open(real) as ws:
+                n = ws.sql("SELECT count(*) AS n FROM trace").to_pylist()[0]["n"]
+            expected = {"ingest": 2, "rm": 0}.get(name)
+            if expected is not None and n != expected:
+                out.problems.append(f"workspace holds {n} traces, not {expected}")
+        except Exception as exc:  # noqa: BLE001
+            out.problems.append(f"workspace unusable after success: {type(exc).__name__}: {exc}")
+    if failed and kind != "corrupt" and real.exists():  # a failure never leaves the workspace unusable
+        try:
+            import traceql
+
+            with traceql.open(real) as ws:
+                ws.info()
+        except Exception as exc:  # noqa: BLE001
+            out.problems.append(f"workspace unusable after the failure: {type(exc).__name__}: {exc}")
+    left = sorted(p.name for p in folder.iterdir() if p.name.startswith(".") or p.name.endswith((".tmp", ".part")))
+    left += sorted(str(p.relative_to(folder)) for p in folder.rglob("*.part"))
+    if left:
+        out.problems.append(f"files left behind: {left}")
+    out.result = "FAIL" if out.problems else out.result
+    return out
+
+
+def run_sql(n: int = 200, seed: int = 1, jobs: int = 2, mode: str = "cli", work: Path | None = None,
+            verbose: bool = False, log=print) -> list[Outcome]:
+    return _run_family(lambda i, w, base: run_sql_variant(i, seed, w, base, mode), n, jobs, mode, work,
+                       verbose, log)
+
+
+def run_faults(n: int = 100, seed: int = 1, jobs: int = 2, work: Path | None = None, max_bytes: int | None = 2_000_000,
+               verbose: bool = False, log=print) -> list[Outcome]:
+    srcs = sources(max_bytes)
+    if not srcs:
+        raise SystemExit(f"no SQLite exports under {TRACES}")
+    return _run_family(lambda i, w, base: run_fault_variant(i, seed, w, base, srcs), n, jobs, "cli", work,
+                       verbose, log)
+
+
+def _run_family(one_variant, n, jobs, mode, work, verbose, log) -> list[Outcome]:
+    own = work is None
+    work = Path(tempfile.mkdtemp(prefix="traceql-fuzz-")) if own else Path(work)
+    try:
+        base_db = base_workspace(work / "base")
+
+        def one(i):
+            o = one_variant(i, work, base_db)
+            for prefix in ("s", "f"):
+                shutil.rmtree(work / f"{prefix}{i:04d}", ignore_errors=True)
+            return o
+
+        if mode == "api" or jobs <= 1:
+            results = map(one, range(n))
+        else:
+            results = concurrent.futures.ThreadPoolExecutor(jobs).map(one, range(n))
+        outcomes = []
+        for o in results:
+            outcomes.append(o)
+            if verbose or not o.ok:
+                log(f"{o.index:4d} {o.result:24s} {o.seconds:6.2f}s {o.mutator:20s} {o.what[:150]!r}"
+                    + (f"\n     -> {o.message}" if o.message and verbose else "")
+                    + "".join(f"\n     !! {p}" for p in o.problems))
+        return outcomes
+    finally:
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def family(o: Outcome) -> str:
+    return o.mutator.split(":")[0] if ":" in o.mutator else "ingest"
+
+
 def summary(outcomes: list[Outcome], seconds: float) -> dict:
     by = collections.Counter(o.result for o in outcomes)
     per_mutator = collections.defaultdict(collections.Counter)
+    per_family = collections.defaultdict(collections.Counter)
     for o in outcomes:
         per_mutator[o.mutator][o.result] += 1
+        per_family[family(o)][o.result] += 1
     return {
         "variants": len(outcomes),
         "clean_ingests": by.get("ingested", 0),
-        "clean_errors": {k: v for k, v in sorted(by.items()) if k not in ("ingested", "FAIL")},
+        "clean_errors": {k: v for k, v in sorted(by.items()) if k not in ("ingested", "ran", "ok", "FAIL")},
         "failures": by.get("FAIL", 0),
         "seconds": round(seconds, 1),
+        "per_family": {f: dict(c) for f, c in per_family.items()},
         "per_mutator": {m: dict(c) for m, c in sorted(per_mutator.items())},
     }
 
 
+FAMILY_TITLES = {"ingest": "damaged exports ingested", "sql": "SQL surface (`traceql sql`)",
+                 "fault": "workspace faults"}
+
+
 def markdown(s: dict, args) -> str:
-    classes = sorted({k for c in s["per_mutator"].values() for k in c}, key=lambda k: (k == "FAIL", k))
     lines = [
         "# Fuzz run",
         "",
-        f"`python -m tests.fuzz --variants {args.variants} --seed {args.seed} --mode {args.mode} --jobs {args.jobs}`"
-        f" (what `make fuzz` runs), traceql at the commit that added this file's last change.",
+        f"`python -m tests.fuzz --variants {args.variants} --sql {args.sql} --faults {args.faults} --seed {args.seed} "
+        f"--mode {args.mode} --jobs {args.jobs}` (what `make fuzz` runs), traceql at the commit that added this "
+        "file's last change.",
         "",
         f"- variants: {s['variants']}",
-        f"- clean ingests: {s['clean_ingests']}",
-        f"- clean errors: {sum(s['clean_errors'].values())} ("
-        + ", ".join(f"{k} {v}" for k, v in s["clean_errors"].items()) + ")",
-        f"- failures (crash, exit 1, traceback, hang, workspace changed, leftovers, source changed): {s['failures']}",
+        f"- failures (crash, exit 1, traceback, hang, workspace changed, leftovers, source changed, a file written or "
+        f"read without asking): {s['failures']}",
         f"- wall time: {s['seconds']} s on {os.cpu_count()} CPUs (1-minute load average "
         f"{os.getloadavg()[0]:.1f} at the end: other jobs share the machine)",
-        "",
-        "| mutator | " + " | ".join(classes) + " |",
-        "|---|" + "---|" * len(classes),
     ]
-    for m, c in s["per_mutator"].items():
-        lines.append(f"| {m} | " + " | ".join(str(c.get(k, 0)) for k in classes) + " |")
+    for fam, counts in s["per_family"].items():
+        lines.append(f"- {FAMILY_TITLES.get(fam, fam)}: {sum(counts.values())} ("
+                     + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ")")
+    for fam in s["per_family"]:
+        rows = {m: c for m, c in s["per_mutator"].items() if (m.split(":")[0] if ":" in m else "ingest") == fam}
+        classes = sorted({k for c in rows.values() for k in c}, key=lambda k: (k == "FAIL", k))
+        lines += ["", f"## {FAMILY_TITLES.get(fam, fam)}", "",
+                  "| mutator | " + " | ".join(classes) + " |", "|---|" + "---|" * len(classes)]
+        for m, c in rows.items():
+            lines.append(f"| {m} | " + " | ".join(str(c.get(k, 0)) for k in classes) + " |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-n", "--variants", type=int, default=300)
+    ap.add_argument("-n", "--variants", type=int, default=300, help="damaged exports to ingest")
+    ap.add_argument("--sql", type=int, default=200, help="SQL-surface variants (traceql sql)")
+    ap.add_argument("--faults", type=int, default=100, help="workspace-fault variants")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-j", "--jobs", type=int, default=2, help="variants run at once (cli mode)")
     ap.add_argument("--mode", choices=("cli", "api"), default="cli",
@@ -618,16 +1089,21 @@ def main(argv=None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per variant")
     args = ap.parse_args(argv)
     started = time.perf_counter()
-    outcomes = run(args.variants, args.seed, args.jobs, args.mode, keep=args.keep,
-                   max_bytes=args.max_bytes, verbose=args.verbose,
-                   only={int(i) for i in args.only.split(",")} if args.only else None)
+    only = {int(i) for i in args.only.split(",")} if args.only else None
+    outcomes = []
+    if args.variants:
+        outcomes += run(args.variants, args.seed, args.jobs, args.mode, keep=args.keep,
+                        max_bytes=args.max_bytes, verbose=args.verbose, only=only)
+    if args.sql:
+        outcomes += run_sql(args.sql, args.seed, args.jobs, args.mode, verbose=args.verbose)
+    if args.faults:
+        outcomes += run_faults(args.faults, args.seed, args.jobs, verbose=args.verbose)
     s = summary(outcomes, time.perf_counter() - started)
-    print(f"variants {s['variants']}: clean ingests {s['clean_ingests']}, clean errors "
-          f"{sum(s['clean_errors'].values())} ("
-          + ", ".join(f"{k} {v}" for k, v in s["clean_errors"].items())
-          + f"), failures {s['failures']}; {s['seconds']} s ({args.mode} mode, seed {args.seed})")
+    print(f"variants {s['variants']}: failures {s['failures']}; {s['seconds']} s ({args.mode} mode, seed {args.seed})")
+    for fam, counts in s["per_family"].items():
+        print(f"  {FAMILY_TITLES.get(fam, fam)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for m, c in s["per_mutator"].items():
-        print(f"  {m:14s} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+        print(f"    {m:24s} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
     if args.markdown:
         args.markdown.write_text(markdown(s, args))
     if args.json:

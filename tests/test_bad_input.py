@@ -13,12 +13,14 @@ its documented behaviour. Cases already covered elsewhere are named here and not
 import fcntl
 import os
 import shutil
+import signal
 import sqlite3
 import stat
 import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -330,11 +332,14 @@ def test_durations_whose_sum_overflows_still_ingest(tmp_path):
     assert rows(db, "SELECT ops, kernels, kernel_ns FROM unattributed_gpu") == [
         {"ops": 2, "kernels": 2, "kernel_ns": top}]
     assert rows(db, "SELECT busy_ns FROM device_busy") == [{"busy_ns": top - 1}]
-    # the kernel report's total does not fit BIGINT: not stored, so asking for it says why
-    assert {r["report"] for r in rows(db, "SELECT report FROM stored_report")} == {"range", "api"}
+    # the kernel report's total does not fit BIGINT: it is NULL, the rest of the report answers
+    assert {r["report"] for r in rows(db, "SELECT report FROM stored_report")} == {"range", "api", "kernel", "gpu"}
     proc = cli("--db", str(db), "report", "--by", "range", "--format", "csv")
     assert proc.returncode == 0, proc.stderr
     assert f"[unattributed],,,,{top}" in proc.stdout
+    kernel = cli("--db", str(db), "report", "--by", "kernel", "--format", "csv", "-c", "name,calls,total_ns,max_ns")
+    assert kernel.returncode == 0, kernel.stderr
+    assert kernel.stdout == f"name,calls,total_ns,max_ns\nk(int),2,,{top - 1}\n"
 
 
 def test_two_calls_with_one_correlation_id(tmp_path):
@@ -686,3 +691,570 @@ def test_fuzz_subset(tmp_path):
     assert len(outcomes) == 30
     assert {o.mutator for o in outcomes} == set(fuzz.MUTATORS)
     assert {o.result for o in outcomes} >= {"ingested", "InputError"}
+
+
+# -- the query surface: no write and no host file without asking (issue 19) ---------------------
+
+WRITE_REFUSED = "is not a query: it can change the workspace or write files; add --write to run it"
+
+
+def test_explain_analyze_cannot_write_a_file(workspace, tmp_path):
+    """sqlglot cannot read x'00', so DuckDB's parser alone classified the statements; it let
+    EXPLAIN through, and EXPLAIN ANALYZE runs the COPY it explains: the file was written, exit 0.
+    What EXPLAIN explains is classified too."""
+    target = tmp_path / "f"
+    query = (f"SELECT x'00'; EXPLAIN ANALYZE COPY (SELECT 'echo hacked' AS l) TO '{target}' "
+             "(HEADER false, QUOTE '')")
+    before = sha256(workspace)
+    proc = cli("--db", str(workspace), "sql", query)
+    assert proc.returncode == 2
+    assert one_line(proc) == f"traceql: error: SQL: EXPLAIN ANALYZE COPY {WRITE_REFUSED}"
+    with traceql.open(workspace) as ws:
+        with pytest.raises(traceql.UsageError, match="^SQL: EXPLAIN ANALYZE COPY is not a query"):
+            ws.sql(query)
+    assert not target.exists() and sha256(workspace) == before
+
+
+@pytest.mark.parametrize("query, refused", [
+    ("SELECT x'00'; EXPLAIN (ANALYZE) COPY kernel TO '{t}'", "EXPLAIN COPY"),
+    ("SELECT x'00'; EXPLAIN (ANALYZE, FORMAT json) COPY kernel TO '{t}'", "EXPLAIN COPY"),
+    ("SELECT x'00'; explain /* a comment */ analyse INSERT INTO kernel SELECT * FROM kernel", "EXPLAIN ANALYZE INSERT"),
+    ("SELECT x'00'; EXPLAIN -- a comment\n ANALYZE CREATE TABLE t AS SELECT 1", "EXPLAIN ANALYZE CREATE"),
+    ("SELECT x'00'; EXPLAIN ANALYZE DELETE FROM kernel", "EXPLAIN ANALYZE DELETE"),
+    ("SELECT x'00'; EXPLAIN SET threads = 1", "EXPLAIN SET"),
+    ("SELECT x'00'; EXPLAIN ANALYZE UPDATE kernel SET dur = 0", "EXPLAIN ANALYZE UPDATE"),
+    ("EXPLAIN ANALYZE COPY kernel TO '{t}'", "EXPLAIN ANALYZE COPY"),
+    ("EXPLAIN (ANALYZE) INSERT INTO kernel SELECT * FROM kernel", "EXPLAIN INSERT"),
+])
+def test_every_explain_form_is_classified(workspace, tmp_path, query, refused):
+    target = tmp_path / "out"
+    with traceql.open(workspace) as ws:
+        with pytest.raises(traceql.UsageError) as err:
+            ws.sql(query.format(t=target))
+    assert str(err.value) == f"SQL: {refused} {WRITE_REFUSED}"
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("query", ["SELECT x'00'; EXPLAIN ANALYZE SELECT count(*) FROM kernel",
+                                   "EXPLAIN (FORMAT json) SELECT 1", "SELECT x'00'; EXPLAIN (SELECT 1)",
+                                   "SELECT x'00'; EXPLAIN ANALYZE (SELECT 1) UNION ALL SELECT 2"])
+def test_explain_of_a_query_still_runs(workspace, query):
+    with traceql.open(workspace) as ws:
+        assert ws.sql(query).num_rows >= 1
+
+
+def host_file_message(path, kind="file"):
+    return (f'traceql: error: SQL: the query reads or writes the {kind} "{path}" of this machine, which traceql '
+            "allows only when asked: traceql sql --allow-files (traceql.open(..., allow_files=True)) to allow it")
+
+
+@pytest.mark.parametrize("query, kind", [
+    ("SELECT * FROM read_text('{secret}')", "file"),
+    ("SELECT * FROM read_blob('{secret}')", "file"),
+    ("SELECT * FROM read_csv('{secret}')", "file"),
+    ("SELECT * FROM '{secret}'", "file"),
+    ("SELECT * FROM glob('{secret}')", "file"),
+    ("SELECT x'00'; SELECT * FROM read_text('{secret}')", "file"),
+])
+def test_queries_read_no_host_file(workspace, tmp_path, query, kind):
+    secret = tmp_path / "secret.csv"
+    secret.write_text("password\nhunter2\n")
+    proc = cli("--db", str(workspace), "sql", query.format(secret=secret))
+    assert proc.returncode == 2
+    assert one_line(proc) == host_file_message(secret, kind)
+    assert "hunter2" not in proc.stdout
+
+
+def test_allow_files_reads_your_own_file(workspace, tmp_path):
+    mine = tmp_path / "labels.csv"
+    mine.write_text("name,label\nk,mine\n")
+    query = f"SELECT k.name, l.label FROM kernel k JOIN read_csv('{mine}') l ON l.name = k.short_name"
+    proc = cli("--db", str(workspace), "sql", "--allow-files", "--format", "csv", query)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "name,label\nk(int),mine\n"
+    with traceql.open(workspace, allow_files=True) as ws:
+        assert ws.sql(query).to_pylist() == [{"name": "k(int)", "label": "mine"}]
+    # --write alone does not open the machine's files: COPY TO needs --allow-files as well
+    out = tmp_path / "k.csv"
+    denied = cli("--db", str(workspace), "sql", "--write", f"COPY (SELECT 1 AS x) TO '{out}'")
+    assert denied.returncode == 2 and one_line(denied) == host_file_message(out)
+    done = cli("--db", str(workspace), "sql", "--write", "--allow-files", f"COPY (SELECT 1 AS x) TO '{out}'")
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "x\n1\n"
+
+
+def test_no_extension_is_installed_or_loaded_by_a_query(workspace, tmp_path):
+    """Autoinstall was on: a function of an extension made DuckDB try to download it and
+    create ~/.duckdb/extensions. Off, and INSTALL refused (external access is off too)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = cli("--db", str(workspace), "sql", "SELECT st_point(1, 2)", env={"HOME": str(home)})
+    assert proc.returncode == 2
+    assert one_line(proc) == ('traceql: error: SQL: Catalog Error: Scalar Function with name "st_point" is not in '
+                              "the catalog, but it exists in the spatial extension.")
+    wrote = cli("--db", str(workspace), "sql", "--write", "INSTALL spatial", env={"HOME": str(home)})
+    assert wrote.returncode == 2
+    assert one_line(wrote) == host_file_message(home / ".duckdb/extensions/v1.5.5/linux_amd64", "directory")
+    assert list(home.iterdir()) == []
+
+
+def test_a_view_stored_in_a_workspace_reads_no_host_file(workspace, tmp_path):
+    """A workspace someone sent, whose kernel view reads /etc/passwd into kernel names: a plain
+    report ran it. Refused: queries read the workspace only."""
+    import duckdb
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:hunter2\n")
+    con = duckdb.connect(str(workspace))
+    con.execute("ALTER TABLE kernel RENAME TO kernel_data")
+    con.execute(f"CREATE VIEW kernel AS SELECT * REPLACE ((SELECT content FROM read_text('{secret}')) AS name) "
+                "FROM kernel_data")
+    con.execute("DROP TABLE IF EXISTS stored_report")
+    con.close()
+    proc = cli("--db", str(workspace), "report", "--by", "kernel", "--recompute")
+    assert proc.returncode == 2
+    assert one_line(proc) == host_file_message(secret)
+    assert "hunter2" not in proc.stdout
+
+
+# -- Ctrl-C ----------------------------------------------------------------------------------
+
+def test_ctrl_c_while_the_extension_loads_stops_the_ingest(workspace, tmp_path, monkeypatch):
+    """DuckDB turns Ctrl-C into InterruptException; a broad `except Exception` around the
+    extension load took it for 'extension unavailable', read the file with sqlite3 and
+    committed the ingest with exit 0."""
+    import duckdb
+
+    class Interrupted(types.ModuleType):
+        def __getattr__(self, name):
+            raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+
+    monkeypatch.setitem(sys.modules, "duckdb_extension_sqlite_scanner", Interrupted("x"))
+    before = sha256(workspace)
+    with pytest.raises(duckdb.InterruptException):
+        traceql.ingest([nsys_stub(tmp_path / "b.sqlite")], db=workspace)
+    assert sha256(workspace) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.sqlite", "good.sqlite", "ws.duckdb", "ws.duckdb.lock"]
+
+
+def interrupt_after(args, seconds, **kw):
+    proc = subprocess.Popen([sys.executable, "-m", "traceql", *args], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(REPO), **kw.get("env", {})})
+    time.sleep(seconds)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_during_a_query_exits_130(workspace):
+    """Ctrl-C while DuckDB runs a statement was 'internal error: RuntimeError: Query
+    interrupted', exit 1; README promises 130."""
+    code, out, err = interrupt_after(["--db", str(workspace), "sql",
+                                      "SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3"], 4.0)
+    assert code == 130, err
+    assert err.strip().splitlines()[-1] == "traceql: interrupted"
+    assert out == ""
+
+
+def test_ctrl_c_during_an_ingest_exits_130_and_changes_nothing(workspace, tmp_path):
+    big = generated(tmp_path / "big.sqlite", kernels=300_000)
+    before = sha256(workspace)
+    code, out, err = interrupt_after(["--db", str(workspace), "ingest", str(big)], 4.0)
+    assert code == 130, err
+    assert err.strip().splitlines()[-1].startswith("traceql: interrupted")
+    assert sha256(workspace) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.sqlite", "good.sqlite", "ws.duckdb", "ws.duckdb.lock"]
+
+
+# -- symbolic links, modes, groups -------------------------------------------------------------
+
+def test_ingest_through_a_symlinked_workspace_updates_its_target(workspace, tmp_path):
+    """--db link.duckdb replaced the link by a regular file: the target was not updated, and the
+    two names had two locks, so two writers. The target is written, one lock beside it."""
+    link = tmp_path / "link.duckdb"
+    link.symlink_to(workspace)
+    proc = cli("--db", str(link), "ingest", str(nsys_stub(tmp_path / "b.sqlite")))
+    assert proc.returncode == 0, proc.stderr
+    assert link.is_symlink() and link.resolve() == workspace
+    assert rows(workspace, "SELECT count(*) AS n FROM trace") == [{"n": 2}]
+    assert not (tmp_path / "link.duckdb.lock").exists() and (tmp_path / "ws.duckdb.lock").exists()
+
+
+def test_ingest_keeps_the_mode_and_group_of_the_workspace(workspace, tmp_path):
+    """Every ingest made a private (600) workspace 644 and reset its group."""
+    workspace.chmod(0o600)
+    group = 65534 if os.geteuid() == 0 else os.getegid()
+    if os.geteuid() == 0:
+        os.chown(workspace, -1, group)
+    proc = cli("--db", str(workspace), "ingest", str(nsys_stub(tmp_path / "b.sqlite")))
+    assert proc.returncode == 0, proc.stderr
+    st = workspace.stat()
+    assert (stat.S_IMODE(st.st_mode), st.st_gid) == (0o600, group)
+    assert rows(workspace, "SELECT count(*) AS n FROM trace") == [{"n": 2}]
+
+
+def test_symlink_loops(workspace, tmp_path):
+    loop = tmp_path / "loop.sqlite"
+    loop.symlink_to(loop)
+    proc = cli("--db", str(workspace), "ingest", str(loop))
+    assert proc.returncode == 3
+    assert one_line(proc) == f"traceql: error: {loop}: cannot be read (a symbolic link loop)"
+    db_loop = tmp_path / "loop.duckdb"
+    db_loop.symlink_to(db_loop)
+    proc = cli("--db", str(db_loop), "ingest", str(nsys_stub(tmp_path / "b.sqlite")))
+    assert proc.returncode == 5
+    assert one_line(proc) == (f"traceql: error: {db_loop}: cannot be opened (Too many levels of symbolic links: "
+                              "a symbolic link loop)")
+    assert db_loop.is_symlink()
+
+
+# -- removing a trace; orphan rows ---------------------------------------------------------------
+
+def contract_rows(db, trace_id):
+    from traceql.resources import CONTRACT_TABLES
+
+    with traceql.open(db) as ws:
+        return {t: ws.execute(f"SELECT count(*) FROM {t} WHERE trace_id = ?", [trace_id]).fetchone()[0]
+                for t in CONTRACT_TABLES}
+
+
+def test_rm_removes_a_trace_from_every_table(workspace, tmp_path):
+    b = generated(tmp_path / "b.sqlite", kernels=59)
+    traceql.ingest([b], db=workspace)
+    assert sum(contract_rows(workspace, 2).values()) > 59
+    proc = cli("--db", str(workspace), "rm", "2")
+    assert proc.returncode == 0, proc.stderr
+    n = int(proc.stdout.split("(")[1].split(" rows")[0].replace(",", ""))
+    assert proc.stdout == f"removed trace 2: {b.resolve()} ({n:,} rows)\nworkspace: {workspace}\n"
+    assert set(contract_rows(workspace, 2).values()) == {0}
+    assert rows(workspace, "SELECT DISTINCT trace_id FROM stored_report") == [{"trace_id": 1}]
+    assert contract_rows(workspace, 1)["kernel"] == 1
+    missing = cli("--db", str(workspace), "rm", "1", "9")
+    assert missing.returncode == 2
+    assert one_line(missing) == f"traceql: error: trace 9: no such trace in {workspace} (traces: 1); nothing was removed"
+    assert contract_rows(workspace, 1)["kernel"] == 1
+    # the library function
+    assert [(r.trace_id, r.path) for r in traceql.remove([1], db=workspace)] == [(1, str((tmp_path / "good.sqlite").resolve()))]
+    assert rows(workspace, "SELECT count(*) AS n FROM trace") == [{"n": 0}]
+
+
+def test_ingest_after_a_deleted_trace_row_absorbs_no_orphans(workspace, tmp_path):
+    """`DELETE FROM trace` left the trace's rows; the next ingest took its id and reported
+    them as its own (7,387 kernels for a 59-kernel file). Orphan rows are purged first."""
+    traceql.ingest([generated(tmp_path / "b.sqlite", kernels=500)], db=workspace)
+    proc = cli("--db", str(workspace), "sql", "--write", "DELETE FROM trace WHERE trace_id = 2")
+    assert proc.returncode == 0, proc.stderr
+    [res] = traceql.ingest([generated(tmp_path / "c.sqlite", kernels=59)], db=workspace)
+    assert res.counts["kernel"] == 59
+    assert rows(workspace, "SELECT trace_id, count(*) AS n FROM kernel GROUP BY 1 ORDER BY 1") == [
+        {"trace_id": 1, "n": 1}, {"trace_id": res.trace_id, "n": 59}]
+
+
+# -- faults that crashed with 'internal error' -------------------------------------------------
+
+def test_full_disk_is_a_workspace_error(workspace, tmp_path):
+    """A file size limit (ulimit -f, like a full disk): SIGXFSZ killed the process, or the
+    error was 'internal error'. One line, exit 5, the workspace as it was, no leftovers."""
+    import resource
+
+    src = generated(tmp_path / "b.sqlite", kernels=20_000)
+    before = sha256(workspace)
+    limit = workspace.stat().st_size + 64 * 1024
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    proc = subprocess.run([sys.executable, "-m", "traceql", "--db", str(workspace), "ingest", str(src)],
+                          capture_output=True, text=True, cwd=REPO, preexec_fn=small_disk, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 5, proc.stderr
+    line = one_line(proc)
+    assert line.startswith(f"traceql: error: {workspace}: out of disk space (") and "File too large" in line, line
+    assert sha256(workspace) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.sqlite", "good.sqlite", "ws.duckdb", "ws.duckdb.lock"]
+
+
+def corrupt_block(db: Path) -> Path:
+    """Damage a data block of a DuckDB file (its checksum no longer matches)."""
+    size = db.stat().st_size
+    with open(db, "r+b") as fh:
+        for offset in range(3 * 4096 + 64, size - 4096, 256 * 1024):
+            fh.seek(offset)
+            fh.write(b"\xa5" * 512)
+    return db
+
+
+def test_a_damaged_workspace_is_a_workspace_error(workspace, tmp_path):
+    """A workspace with a damaged block crashed info and ingest (internal error), and was
+    called 'in use by another process' because 'block' contains 'lock'."""
+    corrupt_block(workspace)
+    before = sha256(workspace)
+    for args in (["info"], ["sql", "SELECT count(*) FROM kernel"], ["report", "--by", "kernel", "--recompute"],
+                 ["ingest", str(nsys_stub(tmp_path / "b.sqlite"))]):
+        proc = cli("--db", str(workspace), *args)
+        assert proc.returncode == 5, (args, proc.stderr)
+        line = one_line(proc)
+        assert line.startswith(f"traceql: error: {workspace}: damaged workspace"), line
+        assert "in use" not in line
+    assert sha256(workspace) == before
+
+
+@pytest.mark.parametrize("args, message", [
+    (["sql", "SELECT 1", "-o", "{tmp}/missing/x.csv"], "{tmp}/missing/x.csv: directory {tmp}/missing does not exist"),
+    (["sql", "SELECT 1", "-o", "{tmp}"], "{tmp}: is a directory (-o names the file to write)"),
+    (["report", "--by", "kernel", "--format", "parquet", "-o", "{tmp}"], "{tmp}: is a directory (-o names the file to write)"),
+    (["summary", "-o", "{tmp}/missing/s.txt"], "{tmp}/missing/s.txt: directory {tmp}/missing does not exist"),
+    (["export", "-o", "{tmp}/good.sqlite"], "{tmp}/good.sqlite: exists and is not a directory (-o names the directory to write into)"),
+    (["export", "--format", "perfetto", "-o", "{tmp}"], "{tmp}: is a directory (-o names the file to write)"),
+])
+def test_output_targets(workspace, tmp_path, args, message):
+    proc = cli("--db", str(workspace), *[a.format(tmp=tmp_path) for a in args])
+    assert proc.returncode == 2
+    assert one_line(proc) == "traceql: error: " + message.format(tmp=tmp_path)
+
+
+@pytest.mark.parametrize("value", ["lots", "3GB'; CREATE TABLE x AS SELECT 1; --", "-1GB"])
+def test_a_bad_memory_limit(workspace, tmp_path, value):
+    """TRACEQL_MEMORY_LIMIT was pasted into SQL unquoted: a bad value crashed, a quote injected."""
+    before = sha256(workspace)
+    proc = cli("--db", str(workspace), "ingest", str(nsys_stub(tmp_path / "b.sqlite")),
+               env={"TRACEQL_MEMORY_LIMIT": value})
+    assert proc.returncode == 2
+    assert one_line(proc) == (f"traceql: error: TRACEQL_MEMORY_LIMIT={value}: not a memory size "
+                              "(a number and a unit: 3GB, 500MB, 80%)")
+    assert sha256(workspace) == before
+
+
+def test_a_user_query_sqlglot_cannot_read(workspace, tmp_path):
+    folder = tmp_path / "q"
+    folder.mkdir()
+    (folder / "hexq.sql").write_text("-- hexq: a blob literal\n-- param n: a number\nSELECT x'00' AS b, $n AS n\n")
+    proc = cli("--db", str(workspace), "--queries", str(folder), "query", "hexq", "--param", "n=3", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "b,n\nx00,3\n"  # DuckDB's x'00' (sqlglot cannot read it; DuckDB's parser checked it)
+    (folder / "bad.sql").write_text("-- bad: undeclared\nSELECT x'00', $m AS m\n")
+    bad = cli("--db", str(workspace), "--queries", str(folder), "query", "bad")
+    assert bad.returncode == 2
+    assert one_line(bad) == f"traceql: error: {folder / 'bad.sql'}: $m is not declared; add '-- param m: <description>'"
+
+
+def test_ingest_into_a_workspace_whose_table_became_a_view(workspace, tmp_path):
+    proc = cli("--db", str(workspace), "sql", "--write",
+               "CREATE TABLE kernel_old AS SELECT * FROM kernel; DROP TABLE kernel; "
+               "CREATE VIEW kernel AS SELECT * FROM kernel_old")
+    assert proc.returncode == 0, proc.stderr
+    before = sha256(workspace)
+    proc = cli("--db", str(workspace), "ingest", str(nsys_stub(tmp_path / "b.sqlite")))
+    assert proc.returncode == 5
+    assert one_line(proc) == (f"traceql: error: {workspace}: kernel is a view, not the table traceql ingests into "
+                              "(changed with sql --write?); make it a table with the contract's columns again, "
+                              "or ingest into a new workspace")
+    assert sha256(workspace) == before
+
+
+def test_output_cut_by_head_exits_quietly(workspace):
+    proc = subprocess.Popen([sys.executable, "-m", "traceql", "--db", str(workspace), "sql", "--format", "csv",
+                             "SELECT * FROM range(2000000)"], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout.readline() == b"range\n"
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert err == b""
+
+
+def test_a_lock_timeout_that_is_not_a_number_of_seconds(workspace, tmp_path):
+    src = nsys_stub(tmp_path / "b.sqlite")
+    for value in ("nan", "inf", "-1"):
+        proc = cli("--db", str(workspace), "ingest", str(src),
+                   env={"TRACEQL_LOCK_TIMEOUT": value})
+        assert proc.returncode == 2
+        assert one_line(proc) == (f"traceql: error: TRACEQL_LOCK_TIMEOUT={value}: must be a finite number of "
+                                  "seconds, 0 or more")
+
+
+# -- silent gaps ---------------------------------------------------------------------------------
+
+def test_a_missing_name_column_is_a_warning(tmp_path):
+    """Without StringIds.value (or NVTX_EVENTS.text) every name was NULL with no warning row."""
+    g = GLOBAL_PID
+    path = make_sqlite(tmp_path / "renamed.sqlite", BASE + [
+        "ALTER TABLE StringIds RENAME COLUMN value TO val",
+        "ALTER TABLE NVTX_EVENTS RENAME COLUMN text TO txt",
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 5, 0, 7, 5, {g}, 1, 2)",
+        f"INSERT INTO NVTX_EVENTS VALUES (0, 10, 59, NULL, NULL, NULL, 'r', {g}, NULL, NULL, NULL)"])
+    db = tmp_path / "ws.duckdb"
+    [res] = traceql.ingest([path], db=db)
+    assert rows(db, "SELECT key, value, severity, detail FROM ingest_stats WHERE key LIKE 'source.column_absent%' "
+                    "ORDER BY key") == [
+        {"key": "source.column_absent.NVTX_EVENTS", "value": 1, "severity": "warning",
+         "detail": "NVTX_EVENTS has no column text (a damaged or edited export): what it gives (names, ids) is NULL "
+                   "in every row that needs it"},
+        {"key": "source.column_absent.StringIds", "value": 1, "severity": "warning",
+         "detail": "StringIds has no column value (a damaged or edited export): what it gives (names, ids) is NULL "
+                   "in every row that needs it"}]
+    assert sum("has no column" in w for w in res.warnings) == 2
+
+
+def test_an_unreadable_sm_count_keeps_the_gpu(tmp_path):
+    """A GPU whose smCount is unreadable was dropped as a 'display adapter' at info level."""
+    path = make_sqlite(tmp_path / "gpu.sqlite", BASE + [
+        "CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount TEXT, computeMajor INTEGER, "
+        "computeMinor INTEGER)",
+        "INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA A100', 'garbage', 8, 0), (1, 'Intel HD Graphics', 0, 0, 0)",
+        f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 5, 0, 7, 5, {GLOBAL_PID}, 1, 2)"])
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([path], db=db)
+    assert rows(db, "SELECT device_id, name, sm_count FROM device") == [
+        {"device_id": 0, "name": "NVIDIA A100", "sm_count": None}]
+    assert {r["key"]: (r["value"], r["severity"]) for r in rows(db, "SELECT * FROM ingest_stats")
+            if r["key"].startswith("device.")} == {"device.sm_count_missing": (1, "warning"),
+                                                  "device.non_cuda_adapters_skipped": (1, "info")}
+
+
+def test_sums_beyond_64_bits_leave_the_reports_working(tmp_path):
+    """Copies of 2**62 bytes and ranges near 2**62 ns each fit the contract, but their sums do
+    not: report --by memcpy and --by range failed with an INT128 conversion error for every
+    trace of the workspace. The sum that does not fit is NULL; the rest answers."""
+    g = GLOBAL_PID
+    big = 1 << 62
+    path = make_sqlite(tmp_path / "big.sqlite", BASE + [
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER, "
+        "correlationId INTEGER, globalPid INTEGER, bytes INTEGER, copyKind INTEGER, srcKind INTEGER, dstKind INTEGER)",
+        *[f"INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES ({i * 10}, {i * 10 + 5}, 0, 7, {100 + i}, {g}, {big}, 1, 0, 2)"
+          for i in range(4)],
+        *[f"INSERT INTO NVTX_EVENTS VALUES ({i}, {i + big}, 59, NULL, NULL, NULL, 'huge', {g + i}, NULL, NULL, NULL)"
+          for i in range(3)]])
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([nsys_stub(tmp_path / "small.sqlite"), path], db=db)
+    memcpy = cli("--db", str(db), "report", "--by", "memcpy", "--per-trace", "--format", "csv", "-c",
+                 "trace_id,kind,calls,total_ns,total_bytes")
+    assert memcpy.returncode == 0, memcpy.stderr
+    assert memcpy.stdout == "trace_id,kind,calls,total_ns,total_bytes\n2,Host-to-Device,4,20,\n"
+    ranges = cli("--db", str(db), "report", "--by", "range", "--format", "csv", "-c", "name,instances,cpu_total_ns")
+    assert ranges.returncode == 0, ranges.stderr
+    assert ranges.stdout.splitlines()[0] == "name,instances,cpu_total_ns" and "huge,3," in ranges.stdout.splitlines()
+
+
+# -- unclear errors ------------------------------------------------------------------------------
+
+def test_where_that_is_not_a_condition(workspace):
+    proc = cli("--db", str(workspace), "report", "--by", "kernel", "--where", "1")
+    assert proc.returncode == 2
+    assert one_line(proc) == ('traceql: error: --where 1: not a condition; give a boolean expression over the '
+                              'columns of kernel, e.g. "dur > 10000"')
+
+
+def wal_copy(path: Path, dest: Path) -> Path:
+    shutil.copyfile(path, dest)
+    con = sqlite3.connect(dest)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.close()  # the last connection checkpoints and removes -wal and -shm
+    return dest
+
+
+def test_a_wal_mode_export_in_a_read_only_folder(shared_tmp):
+    """'damaged or unreadable' (it could not create its -shm), and in a writable folder -shm and
+    -wal files appeared next to it. Read as immutable: ingested, nothing created."""
+    src = shared_tmp / "src"
+    src.mkdir()
+    wal = wal_copy(nsys_stub(shared_tmp / "stub.sqlite"), src / "wal.sqlite")
+    assert wal.read_bytes()[18:20] == b"\x02\x02"
+    wal.chmod(0o444)
+    src.chmod(0o555)
+    before = (sha256(wal), sorted(os.listdir(src)))
+    ws = shared_tmp / "ws"
+    ws.mkdir()
+    ws.chmod(0o777)
+    user = "nobody" if can_drop_privileges() else None
+    proc = cli("--db", str(ws / "ws.duckdb"), "ingest", str(wal), user=user, env={"HOME": str(ws)})
+    assert proc.returncode == 0, proc.stderr
+    assert (sha256(wal), sorted(os.listdir(src))) == before
+    assert rows(ws / "ws.duckdb", "SELECT count(*) AS n FROM kernel") == [{"n": 1}]
+    assert "WAL-mode file" in rows(ws / "ws.duckdb", "SELECT detail FROM ingest_stats WHERE key = 'source.reader'")[0]["detail"]
+
+
+def test_a_wal_mode_export_with_pending_changes(tmp_path, workspace):
+    src = wal_copy(nsys_stub(tmp_path / "stub.sqlite"), tmp_path / "wal.sqlite")
+    writer = sqlite3.connect(src)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("INSERT INTO StringIds VALUES (9, 'new')")
+    writer.commit()
+    shm = Path(f"{src}-shm")
+    try:  # a program still writing it: -wal and -shm exist, a snapshot is read
+        proc = cli("--db", str(workspace), "ingest", str(src))
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        writer.close()
+    # a log left without its index (a crashed writer): reading would create the -shm
+    wal_copy(nsys_stub(tmp_path / "stub2.sqlite"), tmp_path / "wal2.sqlite")
+    (tmp_path / "wal2.sqlite-wal").write_bytes(b"\x37\x7f\x06\x82" + b"\x00" * 60)
+    proc = cli("--db", str(workspace), "ingest", str(tmp_path / "wal2.sqlite"))
+    assert proc.returncode == 3
+    assert one_line(proc) == (f"traceql: error: {tmp_path / 'wal2.sqlite'}: a WAL-mode SQLite file whose write-ahead "
+                              "log wal2.sqlite-wal holds changes not yet in it; traceql creates no files next to a "
+                              "source: checkpoint it first (sqlite3 wal2.sqlite 'PRAGMA wal_checkpoint(TRUNCATE)') "
+                              "or ingest a copy")
+    assert not Path(f"{tmp_path / 'wal2.sqlite'}-shm").exists() and not shm.exists()
+
+
+def test_a_source_locked_by_its_writer(tmp_path, workspace):
+    src = nsys_stub(tmp_path / "busy.sqlite")
+    writer = sqlite3.connect(src, isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")
+    try:
+        proc = cli("--db", str(workspace), "ingest", str(src))
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert proc.returncode == 3
+    assert one_line(proc) == (f"traceql: error: {src}: locked by a program that is writing it (database is "
+                              "locked); ingest it when that program has finished")
+
+
+def test_usage_errors_are_one_line(workspace, tmp_path):
+    """click printed three lines (usage, hint, error) for a bad option or an unreadable -f."""
+    proc = cli("--db", str(workspace), "report", "--by", "nope")
+    assert proc.returncode == 2
+    assert one_line(proc).startswith("traceql: error: --by: 'nope' is not one of 'kernel', 'api', ")
+    assert one_line(proc).endswith(" (see traceql report --help)")
+    proc = cli("--db", str(workspace), "sql", "-f", str(tmp_path))
+    assert proc.returncode == 3
+    assert one_line(proc) == f"traceql: error: {tmp_path}: is a directory, not a file of SQL"
+
+
+def test_escape_sequences_are_not_sent_to_the_terminal(tmp_path):
+    """An NVTX name or a file name can hold escape sequences (colours, cursor moves, the window
+    title): they are printed visibly, not interpreted by the terminal."""
+    g = GLOBAL_PID
+    path = make_sqlite(tmp_path / "evil\x1b]0;pwned\x07.sqlite", BASE + [
+        f"INSERT INTO NVTX_EVENTS VALUES (0, 10, 59, NULL, NULL, NULL, 'red\x1b[31m\x1b[2J', {g}, NULL, NULL, NULL)"])
+    db = tmp_path / "ws.duckdb"
+    ingest = cli("--db", str(db), "ingest", str(path))
+    assert ingest.returncode == 0, ingest.stderr
+    info = cli("--db", str(db), "info")
+    table = cli("--db", str(db), "sql", "SELECT name FROM nvtx_range")
+    for proc in (ingest, info, table):
+        assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    assert "evil\\x1b]0;pwned\\x07.sqlite" in info.stdout
+    missing = cli("--db", str(db), "ingest", str(tmp_path / "no\x1b[2Jfile.sqlite"))
+    assert one_line(missing) == f"traceql: error: {tmp_path}/no\\x1b[2Jfile.sqlite: no such file"
+
+
+def test_fuzz_sql_subset(tmp_path):
+    """40 seeded SQL-surface variants in-process (`make fuzz` runs 200 through the CLI): each
+    answers or is one error, writes and reads no file, leaves a read-only workspace as it was."""
+    outcomes = fuzz.run_sql(40, seed=2024, mode="api", work=tmp_path, log=lambda *_: None)
+    failures = [f"{o.index} {o.mutator}: {o.what}: {o.problems}" for o in outcomes if not o.ok]
+    assert not failures, "\n".join(failures)
+    assert {o.mutator for o in outcomes} == {f"sql:{f}" for f in fuzz.SQL_FAMILIES}
+
+
+def test_fuzz_fault_subset(tmp_path):
+    """One seeded variant of each workspace fault through the CLI (`make fuzz` runs 100)."""
+    if not fuzz.sources(400_000):
+        pytest.skip("../shared/traces not present")
+    outcomes = fuzz.run_faults(len(fuzz.FAULTS), seed=2024, work=tmp_path, max_bytes=400_000, log=lambda *_: None)
+    failures = [f"{o.index} {o.mutator}: {o.what}: {o.problems}" for o in outcomes if not o.ok]
+    assert not failures, "\n".join(failures)
+    assert {o.mutator for o in outcomes} == {f"fault:{f}" for f in fuzz.FAULTS}

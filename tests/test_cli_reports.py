@@ -114,7 +114,8 @@ def test_reports_and_shared_options(db, tmp_path):
      "traceql: error: --where: a DROP statement is not allowed: give one boolean expression over the columns "
      "of api_call"),
     (["report", "--by", "memcpy", "--where", "nope = 1"], "traceql: error: --where: no column 'nope' in memcpy;"),
-    (["report", "--by", "gpu", "--where", "name + 1"], "traceql: error: --where 'name + 1': SQL: "),
+    (["report", "--by", "gpu", "--where", "name + 1 > 0"], "traceql: error: --where 'name + 1 > 0': SQL: "),
+    (["report", "--by", "gpu", "--where", "name + 1"], "traceql: error: --where name + 1: not a condition; "),
     (["report", "--by", "kernel", "-c", "name,nope"], "traceql: error: -c name,nope: no column 'nope'"),
     (["report", "--by", "kernel", "--unit", "ms", "--format", "csv"],
      "traceql: error: --unit applies to --format table and markdown; csv gives times in ns"),

@@ -184,7 +184,9 @@ def test_where_filters_the_input_and_percentages_follow(small):
     ("*", "--where: '*' is not allowed"),
     ("", "--where: empty expression"),
     ("dur >", "--where: cannot parse"),
-    ("name + 1", "--where 'name + 1': SQL: "),
+    ("name + 1 > 0", "--where 'name + 1 > 0': SQL: "),
+    ("name + 1", "--where name + 1: not a condition; give a boolean expression over the columns of kernel"),
+    ("1", "--where 1: not a condition"),
 ])
 def test_hostile_or_broken_where_is_refused(small, where, message):
     ws, _, _ = small

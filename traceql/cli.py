@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import click
 
 from . import __version__, library
 from .errors import InputError, TraceqlError, UsageError
+from .faults import printable
 from .progress import for_stderr
 from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
 from .reports import REPORTS, empty_note, report_query
@@ -17,6 +19,9 @@ from .resources import contract_docs
 
 # Imported where a command needs them, so that the others start faster: traceql.ingest
 # (the ingest machinery) and traceql.sqlcheck (sqlglot).
+
+
+_opened = {"ctx": None}  # the command's Context: its workspace names errors that reach main() unnamed
 
 
 class Context:
@@ -40,10 +45,15 @@ class Context:
     def db(self, value: Path) -> None:
         self._db = value
 
-    def open(self, write: bool = False, queries=()) -> Workspace:
+    def open(self, write: bool = False, queries=(), allow_files: bool = False) -> Workspace:
         from .workspace import Workspace
 
-        return Workspace(self.db, write=write, queries=self.queries + tuple(queries), on_wait=say_wait)
+        ws = Workspace(self.db, write=write, queries=self.queries + tuple(queries), on_wait=say_wait,
+                       allow_files=allow_files)
+        from .faults import interrupt_on_sigint
+
+        interrupt_on_sigint(ws.con)  # Ctrl-C also while a streamed result is read: exit 130
+        return ws
 
 
 def say_wait(message: str) -> None:
@@ -132,6 +142,7 @@ def cli(ctx, db, queries, debug):
     The options above (--db, --queries, --debug) are also accepted after the command.
     """
     ctx.obj = Context(db, debug, queries)
+    _opened["ctx"] = ctx.obj
 
 
 @cli.command()
@@ -157,13 +168,13 @@ def ingest(obj: Context, files):
         det = r.detected
         source = " ".join(filter(None, (det.source_format, det.exporter_version)))
         version = f"{source} schema {det.schema_version}" if det.schema_version else f"{source}, no schema version"
-        click.echo(f"{verb} trace {r.trace_id}: {r.path} "
+        click.echo(f"{verb} trace {r.trace_id}: {printable(str(r.path))} "
                    f"({version}, layout {det.layout}) in {r.seconds:.2f} s")
         from .workspace import COUNTED
 
         click.echo("  " + ", ".join(f"{v} {r.counts[v]:,}" for v in COUNTED if v in r.counts))
         for w in r.warnings:
-            click.echo(f"  warning: {w}")
+            click.echo(f"  warning: {printable(w)}")
     click.echo(f"workspace: {obj.db}")
 
 
@@ -213,12 +224,12 @@ def info(obj: Context, fmt):
     if not rows:
         click.echo(f"{obj.db}: no traces yet")
     for r in rows:
-        click.echo(f"trace {r['trace_id']}: {r['path']}")
+        click.echo(f"trace {r['trace_id']}: {printable(r['path'])}")
         click.echo(f"  format   {r['source_format']} {r['exporter_version'] or '(version not recorded)'}, "
                    f"{'schema ' + r['schema_version'] if r['schema_version'] else 'no schema version'} "
                    f"(layout {r['layout']})")
         if r["host"]:
-            click.echo(f"  host     {r['host']}")
+            click.echo(f"  host     {printable(r['host'])}")
         click.echo(f"  GPUs     {', '.join(r['gpus']) or 'none'}")
         if r["start_ts"] is None:
             click.echo("  span     none: the export holds no event with a time (no kernels, copies, API calls "
@@ -228,7 +239,24 @@ def info(obj: Context, fmt):
                        f"({r['clock']} clock)")
         click.echo("  rows     " + ", ".join(f"{k} {v:,}" for k, v in r["counts"].items()))
         for w in r["warnings"]:
-            click.echo(f"  warning  {w}")
+            click.echo(f"  warning  {printable(w)}")
+
+
+@cli.command("rm")
+@click.argument("trace_ids", nargs=-1, required=True, type=int, metavar="TRACE_ID...")
+@click.pass_obj
+def rm(obj: Context, trace_ids):
+    """Remove traces (by id, see `traceql info`) from the workspace: their rows in every view
+    and their stored reports, all at once, or nothing when an id is not there.
+
+    Tables you made with `sql --write` are left as they are. The workspace is rewritten as a
+    copy renamed over it, like an ingest: interrupted, it is unchanged.
+    """
+    from .remove import remove
+
+    for r in remove(trace_ids, db=obj.db, on_wait=say_wait):
+        click.echo(f"removed trace {r.trace_id}: {printable(r.path)} ({r.rows:,} rows)")
+    click.echo(f"workspace: {obj.db}")
 
 
 SQL_HELP = """Run SQL over the workspace and print the result.
@@ -251,7 +279,7 @@ else text; DuckDB binds them, they never become part of the SQL text.
 
 @cli.command(help=SQL_HELP)
 @click.argument("query", required=False)
-@click.option("-f", "--file", "file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+@click.option("-f", "--file", "file", type=click.Path(path_type=Path), default=None,
               help="Read the SQL from this file ('-' for standard input).")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="Value of the $NAME placeholder (repeatable).")
@@ -261,19 +289,24 @@ else text; DuckDB binds them, they never become part of the SQL text.
                    "bigquery, snowflake, trino, tsql, ... (sqlglot's dialects).")
 @click.option("--write", is_flag=True,
               help="Allow statements that change the workspace (CREATE, INSERT, DROP, ...) or write files "
-                   "(COPY, EXPORT): the workspace is opened read-write and the changes are saved in it. "
-                   "A later ingest keeps them, but they are yours to keep consistent.")
+                   "(COPY, EXPORT; with --allow-files): the workspace is opened read-write and the changes are "
+                   "saved in it. A later ingest keeps them, but they are yours to keep consistent.")
+@click.option("--allow-files", is_flag=True,
+              help="Let the SQL read and write files of this machine (read_csv, read_parquet, glob, COPY ... TO, "
+                   "ATTACH), e.g. to join your own data. Off by default: a query, or a view stored in a "
+                   "workspace someone sent you, reads only the workspace.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
               help="table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
 @wide_option
 @click.pass_obj
-def sql(obj: Context, query, file, params, dialect, write, fmt, output):
+def sql(obj: Context, query, file, params, dialect, write, allow_files, fmt, output):
     from .sqlcheck import parse_params
 
     text = read_sql(query, file)
     values = parse_params(params)
-    with obj.open(write=write) as ws:
+    check_output(output)
+    with obj.open(write=write, allow_files=allow_files) as ws:
         table = ws.sql(text, values or None, dialect=dialect, batches=True)
         emit_raw(table, fmt, output)
 
@@ -287,6 +320,8 @@ def read_sql(query: str | None, file: Path | None) -> str:
             return file.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise InputError(f"{file}: no such file") from None
+        except IsADirectoryError:
+            raise InputError(f"{file}: is a directory, not a file of SQL") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{file}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
     if query is not None and query != "-":
@@ -294,6 +329,26 @@ def read_sql(query: str | None, file: Path | None) -> str:
     if query is None and file is None and sys.stdin.isatty():
         raise UsageError("no SQL: give it as an argument, with -f FILE, or on standard input")
     return sys.stdin.read()
+
+
+def check_output(path: Path | None, folder: bool = False) -> None:
+    """-o PATH before any work: a file in an existing, writable folder, or with folder=True a
+    folder (made if needed). The same file may be replaced; a folder is never taken for a file."""
+    import os
+
+    if path is None:
+        return
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{path}: exists and is not a directory (-o names the directory to write into)")
+        return
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory (-o names the file to write)")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"{path}: directory {parent} does not exist")
+    if not os.access(parent if not path.exists() else path, os.W_OK):
+        raise UsageError(f"{path}: not writable (permission denied)")
 
 
 def emit_raw(table, fmt, output) -> None:
@@ -357,6 +412,7 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
     from .sqlcheck import parse_params
 
     values = parse_params(params)
+    check_output(output)
     with obj.open(queries=queries) as ws:
         table = ws.query(name, **values)
         emit_raw(table, fmt, output)
@@ -387,6 +443,7 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrit
     --start/--end keep the events that overlap the window (whole, not clipped), so a
     large trace stays small enough to open.
     """
+    check_output(out_dir, folder=fmt != "perfetto")
     progress = for_stderr()  # bars on a terminal only
     try:
         with obj.open() as ws:
@@ -501,6 +558,7 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
     if by == "op":
         params = {"with_shapes": with_shapes, "level": level, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
     obj: Context = ctx.obj
+    check_output(output)
     with obj.open() as ws:
         table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,
                           columns=columns, recompute=recompute, **params)
@@ -536,6 +594,7 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompu
     avg_ns, med_ns, min_ns, max_ns, stddev_ns (sample standard deviation, n - 1).
     """
     check_unit(unit, fmt)
+    check_output(output)
     with obj.open() as ws:
         result = ws.summary(trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
     if fmt == "parquet":
@@ -675,6 +734,7 @@ def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title, 
     _allow_numpy()  # matplotlib needs it
     from .plot import plot as draw
 
+    check_output(output)
     with obj.open() as ws:
         draw(ws, by, output, trace_id=trace_id, match=match, domain=domain, stat=stat, limit=limit, title=title,
              log=log)
@@ -754,30 +814,67 @@ def schema(view):
 
 def main(argv=None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    from .faults import fault, first_line, is_disk_full, is_interrupt
+
+    _quiet_signals()
     if argv is None:  # run from the shell, not called from Python
         _hide_numpy()
     try:
         cli.main(args=argv, prog_name="traceql", standalone_mode=False)
+        sys.stdout.flush()  # here, so that a closed pipe is seen while it can be handled
     except click.exceptions.Abort:
         click.echo("traceql: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"traceql: error: {printable(click_message(exc))}", err=True)
         sys.exit(exc.exit_code)
     except TraceqlError as exc:
         if debug:
             raise
-        click.echo(f"traceql: error: {exc}", err=True)
+        click.echo(f"traceql: error: {printable(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("traceql: interrupted; the workspace is unchanged", err=True)
         sys.exit(130)
+    except BrokenPipeError:  # `traceql sql ... | head`: the reader has what it wanted
+        _stdout_to_devnull()
+        sys.exit(141)  # 128 + SIGPIPE, as a shell reports a tool that a closed pipe ended
+    except SystemExit as exc:  # click ends a command whose output pipe closed with exit 1, quietly
+        if exc.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+            _stdout_to_devnull()
+            sys.exit(141)
+        raise
     except Exception as exc:  # noqa: BLE001 - one line unless --debug
         if debug:
             raise
-        click.echo(f"traceql: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+        if is_interrupt(exc):  # Ctrl-C while DuckDB ran a statement
+            click.echo("traceql: interrupted", err=True)
+            sys.exit(130)
+        if isinstance(exc, OSError) and exc.filename is not None:  # writing -o FILE, a progress bar, ...
+            cause = exc.strerror or first_line(exc)
+            click.echo(f"traceql: error: {printable(str(exc.filename))}: "
+                       f"{'out of disk space (' + cause + ')' if is_disk_full(exc) else cause}", err=True)
+            sys.exit(5 if is_disk_full(exc) else 2)
+        ctx = _opened["ctx"]
+        mapped = fault(exc, ctx.db if ctx is not None else "the workspace")  # a damaged workspace, a full disk
+        if isinstance(mapped, TraceqlError):
+            click.echo(f"traceql: error: {printable(str(mapped))}", err=True)
+            sys.exit(mapped.exit_code)
+        click.echo(f"traceql: internal error: {type(exc).__name__}: {printable(str(exc).splitlines()[0]) if str(exc) else ''} "
                    "(run with --debug for a traceback)", err=True)
         sys.exit(1)
+
+
+def click_message(exc: click.ClickException) -> str:
+    """click's error as the one line of every traceql error: 'OPTION: cause (traceql CMD --help)'."""
+    text = " ".join(exc.format_message().split())
+    m = re.match(r"Invalid value for '?([^':]+)'?: (.*)$", text)
+    if m:
+        text = f"{m.group(1)}: {m.group(2)}"
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        text += f" (see {ctx.command_path} --help)"
+    return text
 
 
 def _hide_numpy() -> None:
@@ -793,6 +890,28 @@ def _hide_numpy() -> None:
 def _allow_numpy() -> None:
     if "numpy" in sys.modules and sys.modules["numpy"] is None:
         del sys.modules["numpy"]
+
+
+def _quiet_signals() -> None:
+    """A file that grows beyond `ulimit -f` gets SIGXFSZ, which would kill traceql with no
+    message and leave its temporary files: ignored, the write fails with EFBIG instead, which
+    is reported as a full disk (exit 5)."""
+    import signal
+
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def _stdout_to_devnull() -> None:
+    """After a closed pipe: nothing more can be written, and Python's final flush of stdout
+    must not complain about it."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ database, or something else, using only Python's sqlite3 opened read-only."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sqlite3
@@ -45,11 +46,48 @@ class Detected:
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
     """Open a SQLite file strictly read-only, decoding text tolerantly (some exports carry
-    invalid UTF-8)."""
+    invalid UTF-8).
+
+    A file in WAL mode (an export someone opened and changed with sqlite3, say) would get a
+    -shm and a -wal file created next to it, or could not be opened at all in a read-only
+    folder. Without a write-ahead log beside it every row is in the file itself, so it is
+    opened as immutable: nothing created, nothing locked. With a log beside it that holds
+    changes, and no -shm index that a program writing it keeps, reading it would create files
+    next to it: refused (InputError) with what to do instead."""
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+    if is_wal(path):
+        wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+        if not wal.exists() or wal.stat().st_size == 0:
+            uri += "&immutable=1"
+        elif not shm.exists():
+            raise InputError(
+                f"{path}: a WAL-mode SQLite file whose write-ahead log {wal.name} holds changes not yet in it; "
+                "traceql creates no files next to a source: checkpoint it first "
+                f"(sqlite3 {path.name} 'PRAGMA wal_checkpoint(TRUNCATE)') or ingest a copy")
     con = sqlite3.connect(uri, uri=True)
     con.text_factory = lambda b: b.decode("utf-8", "replace")
     return con
+
+
+def is_wal(path: Path) -> bool:
+    """True for a SQLite file in WAL mode (header bytes 18 and 19, the write and read format
+    versions, are 2)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(20)
+    except OSError:
+        return False
+    return head.startswith(SQLITE_MAGIC) and len(head) == 20 and 2 in (head[18], head[19])
+
+
+def sqlite_error(path: Path, exc: Exception) -> InputError:
+    """A sqlite3 error while reading PATH as one line: a file that another program holds locked
+    while it writes it is not a damaged one."""
+    text = str(exc)
+    if "locked" in text or "busy" in text.lower():
+        return InputError(f"{path}: locked by a program that is writing it ({text}); "
+                          "ingest it when that program has finished")
+    return InputError(f"{path}: damaged or unreadable SQLite database ({text})")
 
 
 def _describe_non_sqlite(path: Path, head: bytes) -> str:
@@ -113,6 +151,13 @@ def detect(path: str | os.PathLike) -> Detected:
     that is not a readable profiler export, UnsupportedVersionError for unknown versions."""
     path = Path(path)
     if not path.exists():
+        if path.is_symlink():  # a link to nothing, or to itself
+            try:
+                os.stat(path)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise InputError(f"{path}: cannot be read (a symbolic link loop)") from None
+            raise InputError(f"{path}: a symbolic link to a missing file ({os.readlink(path)})")
         raise InputError(f"{path}: no such file")
     if path.is_dir():
         raise InputError(f"{path}: is a directory, not a profiler export")
@@ -163,7 +208,7 @@ def _kineto_layout(path: Path) -> Detected:
         finally:
             con.close()
     except sqlite3.DatabaseError as exc:
-        raise InputError(f"{path}: damaged or unreadable SQLite database ({exc})") from None
+        raise sqlite_error(path, exc) from None
     except UnicodeDecodeError:  # SQLite's message quotes the damaged bytes, which Python cannot decode
         raise InputError(f"{path}: damaged or unreadable SQLite database (SQLite's error names undecodable bytes)") from None
 

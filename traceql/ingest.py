@@ -12,8 +12,10 @@ import contextlib
 import glob
 import hashlib
 import os
+import re
 import shutil
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -26,12 +28,14 @@ import duckdb
 from . import __version__
 from .adapters import prepare as prepare_adapters
 from .detect import Detected, detect
-from .lock import workspace_lock
-from .errors import InputError, TraceqlError, UnsupportedVersionError, WorkspaceError
+from .faults import fault, is_disk_full
+from .lock import real_path, workspace_lock
+from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageError, WorkspaceError
 from .progress import as_progress
 from .pytorch import prepare_kernel_op
 from .reader import stage
 from . import kineto
+from .remove import check_tables, purge_orphans
 from . import stored
 from . import contract
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
@@ -66,9 +70,26 @@ class IngestResult:
     seconds: float = 0.0
 
 
-def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path) -> None:
+_MEMORY_SIZE = re.compile(r"\s*\d+(\.\d+)?\s*(B|[KMGT]i?B|%)?\s*", re.I)
+
+
+def memory_limit() -> str:
+    """TRACEQL_MEMORY_LIMIT, checked (a number and a unit, bound as a parameter, never SQL
+    text), else DEFAULT_MEMORY_LIMIT."""
     limit = os.environ.get("TRACEQL_MEMORY_LIMIT")
-    con.execute(f"SET memory_limit = '{limit or DEFAULT_MEMORY_LIMIT}'")
+    if limit is None or not limit.strip():
+        return DEFAULT_MEMORY_LIMIT
+    if not _MEMORY_SIZE.fullmatch(limit):
+        raise UsageError(f"TRACEQL_MEMORY_LIMIT={limit}: not a memory size (a number and a unit: 3GB, 500MB, 80%)")
+    return limit.strip()
+
+
+def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path) -> None:
+    limit = os.environ.get("TRACEQL_MEMORY_LIMIT", "").strip()
+    try:
+        con.execute("SET memory_limit = ?", [memory_limit()])
+    except duckdb.Error as exc:
+        raise UsageError(f"TRACEQL_MEMORY_LIMIT={limit}: not a memory size DuckDB takes ({_first_line(exc)})") from None
     if not limit:
         # Keep up to half the default limit of freed blocks for reuse instead of returning them
         # to the OS and faulting them in again. In four paired ingests of bench's ATTR (16 M
@@ -241,9 +262,10 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
     progress = as_progress(progress)
     if not paths:
         raise InputError("no input files given")
+    memory_limit()  # a bad TRACEQL_MEMORY_LIMIT is refused before anything is written
     detected, given = [], {}
     for p in paths:  # the same file twice (by absolute path, symlinks resolved) is read once
-        key = p.resolve()
+        key = Path(os.path.realpath(p))  # (a link loop: detect says so)
         given[key] = given.get(key, 0) + 1
         if given[key] == 1:
             detected.append(detect(p))
@@ -252,6 +274,8 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
         results: list[IngestResult] = []
         with writing_copy(db) as con:
             create_contract(con, db)
+            check_tables(con, db)  # a contract table turned into a view by sql --write, ...
+            purge_orphans(con)  # rows of a trace whose trace row was deleted: never absorbed by a new trace
             for det in detected:
                 with _errors_of(det.path):
                     results.append(_ingest_one(con, det, progress))
@@ -263,6 +287,7 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
 
 def check_writable(db: Path) -> None:
     """WorkspaceError unless a workspace can be written at DB (new or existing)."""
+    real_path(db)  # a symbolic link loop is a WorkspaceError
     if db.exists() and db.is_dir():
         raise WorkspaceError(f"{db}: is a directory, not a workspace file")
     parent = db.resolve().parent
@@ -280,13 +305,19 @@ def writing_copy(db: Path):
     file when there is none yet. When the block succeeds the copy is stamped with this
     contract version, checkpointed and renamed over DB; when it fails or is interrupted
     (kill -9 included: the next writer removes the leftovers) DB stays exactly as it was.
-    The caller holds the workspace lock."""
+    The caller holds the workspace lock.
+
+    DB reached through a symbolic link: the file it names is written, the link kept. The new
+    file keeps the mode and group (and, for root, the owner) of the old one: a private
+    workspace stays private, also while it is copied."""
+    named, db = db, real_path(db)
     _remove_stale_files(db)
     tmp = db.with_name(f".{db.name}.ingest-{os.getpid()}.tmp")
     tmpdir = db.with_name(f".{db.name}.ingest-{os.getpid()}.spill")
     try:
-        if db.exists():
-            shutil.copyfile(db, tmp)
+        st = db.stat() if db.exists() else None
+        if st is not None:
+            _copy_keeping_mode(db, tmp, st)
         con = duckdb.connect(str(tmp))
         if os.environ.get("TRACEQL_TIMING"):
             con = _TimedConnection(con)
@@ -297,16 +328,40 @@ def writing_copy(db: Path):
             con.execute("CHECKPOINT")
         finally:
             con.close()
+        if st is not None:
+            _keep_owner(tmp, st)
         os.replace(tmp, db)
-    except duckdb.IOException as exc:
-        raise WorkspaceError(f"{db}: cannot write the workspace ({str(exc).splitlines()[0]})") from None
+    except duckdb.Error as exc:  # a damaged workspace, a full disk: one line naming the workspace
+        mapped = fault(exc, named)
+        if isinstance(mapped, WorkspaceError):
+            raise mapped from None
+        if isinstance(exc, duckdb.IOException):
+            raise WorkspaceError(f"{named}: cannot write the workspace ({str(exc).splitlines()[0]})") from None
+        raise
     except OSError as exc:  # copying or renaming the workspace: disk full, permissions
-        raise WorkspaceError(f"{db}: cannot write the workspace ({exc.strerror or exc})") from None
+        if is_disk_full(exc):
+            raise WorkspaceError(f"{named}: out of disk space ({exc.strerror or exc})") from None
+        raise WorkspaceError(f"{named}: cannot write the workspace ({exc.strerror or exc})") from None
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(leftover)
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _copy_keeping_mode(src: Path, dst: Path, st: os.stat_result) -> None:
+    """Copy SRC to a new file DST created with SRC's permission bits (and the owner's read and
+    write, which the copy needs), never readable by more users than SRC, even for a moment."""
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IMODE(st.st_mode) | stat.S_IRUSR | stat.S_IWUSR)
+    with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
+        shutil.copyfileobj(inp, out, 1 << 20)
+
+
+def _keep_owner(path: Path, st: os.stat_result) -> None:
+    """Give PATH the mode, group and (when root) owner of the workspace it replaces."""
+    os.chmod(path, stat.S_IMODE(st.st_mode))
+    with contextlib.suppress(OSError):  # a group the user is not in cannot be given
+        os.chown(path, st.st_uid if os.geteuid() == 0 else -1, st.st_gid)
 
 
 def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> IngestResult:
@@ -492,6 +547,7 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
         rows.append(("source.tables_absent", len(report.missing_tables), "info",
                      "tables not in this export (lazy export or older layout), read as empty: "
                      + ", ".join(sorted(report.missing_tables))))
+    rows += report.absent_essentials()
     for warning in det.warnings:
         rows.append(("schema.version_newer_than_known" if "newer" in warning else "schema.note",
                      None, "warning", warning))

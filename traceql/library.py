@@ -165,18 +165,38 @@ def bind(query: Query, values: dict) -> dict:
 
 
 def placeholders(sql: str) -> set[str]:
-    """The $name placeholders of a query's SQL (sqlglot, DuckDB dialect)."""
+    """The $name placeholders of a query's SQL (sqlglot, DuckDB dialect; DuckDB's own parser
+    for SQL that sqlglot cannot read, such as x'..' literals). Raises UsageError when neither
+    can read it."""
     import sqlglot
     from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
 
-    return {ph.name for tree in sqlglot.parse(sql, read="duckdb") if tree is not None
-            for ph in tree.find_all(exp.Placeholder) if ph.name}
+    try:
+        return {ph.name for tree in sqlglot.parse(sql, read="duckdb") if tree is not None
+                for ph in tree.find_all(exp.Placeholder) if ph.name}
+    except (ParseError, TokenError):
+        import duckdb
+
+        from .workspace import one_line_error
+
+        con = duckdb.connect()
+        try:
+            return {name for st in con.extract_statements(sql) for name in st.named_parameters
+                    if not name.isdigit()}
+        except duckdb.Error as exc:
+            raise UsageError(f"SQL: {one_line_error(str(exc))}") from None
+        finally:
+            con.close()
 
 
 def check_placeholders(query: Query) -> None:
     """A query's declared parameters must be exactly its $placeholders."""
-    used = placeholders(query.sql)
     where = query.origin or f"queries/{query.name}.sql"
+    try:
+        used = placeholders(query.sql)
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
     undeclared = sorted(used - set(query.params))
     if undeclared:
         raise UsageError(f"{where}: ${undeclared[0]} is not declared; add '-- param {undeclared[0]}: <description>'")

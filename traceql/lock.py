@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import time
 from pathlib import Path
@@ -24,8 +25,8 @@ def lock_timeout() -> float:
         value = float(text)
     except ValueError:
         raise UsageError(f"TRACEQL_LOCK_TIMEOUT={text}: not a number of seconds") from None
-    if value < 0:
-        raise UsageError(f"TRACEQL_LOCK_TIMEOUT={text}: must be 0 or more seconds")
+    if not math.isfinite(value) or value < 0:  # nan compares false with the deadline: it waited forever
+        raise UsageError(f"TRACEQL_LOCK_TIMEOUT={text}: must be a finite number of seconds, 0 or more")
     return value
 
 
@@ -37,9 +38,11 @@ def workspace_lock(db: Path, timeout: float | None = None, on_wait=None, activit
     A second writer waits for the first to end (an ingest then copies the workspace the first
     one wrote, so both changes end up in it), up to `timeout` seconds (default:
     lock_timeout()); on_wait(message) is called once when it has to wait. The lock file holds
-    the pid and activity of the writer that owns it."""
+    the pid and activity of the writer that owns it. It sits next to the workspace file itself:
+    a workspace reached through a symbolic link has one lock, whatever name a writer uses."""
     timeout = lock_timeout() if timeout is None else timeout
-    lock_path = db.with_name(db.name + ".lock")
+    target = real_path(db)
+    lock_path = target.with_name(target.name + ".lock")
     try:
         fh = open(lock_path, "a+")
     except OSError as exc:
@@ -70,6 +73,17 @@ def workspace_lock(db: Path, timeout: float | None = None, on_wait=None, activit
         yield
     finally:
         fh.close()
+
+
+def real_path(db: Path) -> Path:
+    """The workspace file DB names, symbolic links resolved (as far as they lead, when the file
+    does not exist yet). A link that leads only in circles is a WorkspaceError."""
+    try:
+        return Path(os.path.realpath(db, strict=True))
+    except FileNotFoundError:
+        return Path(os.path.realpath(db))
+    except OSError as exc:  # ELOOP
+        raise WorkspaceError(f"{db}: cannot be opened ({exc.strerror or exc}: a symbolic link loop)") from None
 
 
 def _lock_holder(lock_path: Path) -> tuple[str, str]:

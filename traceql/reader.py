@@ -17,9 +17,19 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from .detect import connect_readonly
+from .detect import connect_readonly, is_wal, sqlite_error
+from .faults import is_interrupt
 
 BATCH_ROWS = 100_000
+
+# Columns without which a table's names (or its rows' keys) are all NULL: an export that lacks
+# one (a damaged or edited file) gets a warning, not silently nameless rows. Other absent
+# columns are ordinary: older exporter versions lack the columns added later.
+ESSENTIAL_COLUMNS = {
+    "StringIds": ("id", "value"), "StringTable": ("_id_", "value"), "NVTX_EVENTS": ("text",),
+    "CUPTI_ACTIVITY_KIND_MARKER": ("name",), "ThreadNames": ("nameId",),
+    "CUPTI_ACTIVITY_KIND_KERNEL": ("demangledName",), "CUPTI_ACTIVITY_KIND_RUNTIME": ("nameId",),
+}
 
 
 @dataclass
@@ -30,6 +40,18 @@ class StageReport:
     missing_columns: dict[str, list[str]] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
     duplicate_keys: dict[str, int] = field(default_factory=dict)  # table -> rows dropped
+
+    def absent_essentials(self) -> list[tuple[str, int, str, str]]:
+        """ingest_stats rows (key, value, severity, detail): the ESSENTIAL_COLUMNS a table of the
+        export lacks (its rows were read, the column is NULL in all of them)."""
+        out = []
+        for table, columns in sorted(self.missing_columns.items()):
+            lost = [c for c in ESSENTIAL_COLUMNS.get(table, ()) if c in columns]
+            if lost and table not in self.missing_tables:
+                out.append((f"source.column_absent.{table}", len(lost), "warning",
+                            f"{table} has no column {', '.join(lost)} (a damaged or edited export): what it "
+                            "gives (names, ids) is NULL in every row that needs it"))
+        return out
 
 
 def load_sqlite_scanner(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -49,11 +71,15 @@ def load_sqlite_scanner(con: duckdb.DuckDBPyConnection) -> str | None:
             return None
         reasons.append(f"no extension for duckdb {duckdb.__version__} in the package")
     except Exception as exc:  # noqa: BLE001 - any failure means: use the fallback
+        if is_interrupt(exc):  # Ctrl-C while loading: stop the ingest, do not fall back
+            raise
         reasons.append(str(exc).splitlines()[0])
     try:
         con.execute("LOAD sqlite_scanner")
         return None
     except Exception as exc:  # noqa: BLE001
+        if is_interrupt(exc):
+            raise
         reasons.append(str(exc).splitlines()[0])
     return "; ".join(reasons)
 
@@ -144,9 +170,13 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
     finally:
         con.execute(f"USE {_quote(home)}")
     declared = _declared_tables(con)
-    scanner_problem = load_sqlite_scanner(con)
-    if scanner_problem:
-        report.reader = f"sqlite3 (sqlite_scanner unavailable: {scanner_problem})"
+    if is_wal(path):  # sqlite_scanner would create -shm/-wal files next to it: see connect_readonly
+        scanner_problem = "a WAL-mode file, read as immutable so that nothing is created next to it"
+        report.reader = f"sqlite3 ({scanner_problem})"
+    else:
+        scanner_problem = load_sqlite_scanner(con)
+        if scanner_problem:
+            report.reader = f"sqlite3 (sqlite_scanner unavailable: {scanner_problem})"
     lower_tables = {t.lower(): t for t in source_tables}
     sqcon: sqlite3.Connection | None = None
     try:
@@ -174,6 +204,8 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
                     report.rows[table] = con.execute(f"SELECT count(*) FROM raw.{_quote(table)}").fetchone()[0]
                     continue
                 except (duckdb.Error, UnicodeDecodeError) as exc:
+                    if is_interrupt(exc):  # Ctrl-C, not a table the extension cannot read
+                        raise
                     # (a damaged file can make DuckDB's error message itself undecodable)
                     reason = str(exc).splitlines()[0][:200] if isinstance(exc, duckdb.Error) \
                         else "unreadable text in the table"
@@ -199,6 +231,8 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
             report.rows[table] = n
         _dedupe_keys(con, report)
     except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc) or "busy" in str(exc).lower():
+            raise sqlite_error(path, exc) from None
         from .errors import InputError
         raise InputError(f"{path}: damaged SQLite database ({exc})") from None
     finally:

@@ -18,10 +18,14 @@
    (SQLite integer division, LIKE, CAST, date functions, ...). The SQL that runs is then
    the one sqlglot generated from the checked tree.
 6. Let DuckDB's own parser split and classify exactly the text that will run
-   (`extract_statements`); without write access anything but SELECT and EXPLAIN is refused
-   again. This check cannot be fooled by a difference between the two parsers, since it is
-   DuckDB reading the very statements DuckDB then executes. Without write access the
-   workspace connection is also read-only, a third line of defence.
+   (`extract_statements`); without write access anything but SELECT, and EXPLAIN of a
+   SELECT, is refused again (EXPLAIN ANALYZE runs what it explains: the explained statement
+   is classified by DuckDB's parser too, see explained_kind). This check cannot be fooled by
+   a difference between the two parsers, since it is DuckDB reading the very statements
+   DuckDB then executes. Without write access the workspace connection is also read-only,
+   and every workspace connection has DuckDB's external access off (no file of the machine
+   read or written, no extension installed or loaded) unless the user allowed files:
+   further lines of defence.
 
 In the DuckDB dialect the user's own text runs (as DuckDB split it), so results and
 DuckDB's own error positions are exactly DuckDB's. User SQL is never combined with other
@@ -146,7 +150,7 @@ def prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dial
     trees = _parse(text, dialect, con)
     if trees is not None:
         for tree in trees:
-            if not write and not is_read_only(tree):
+            if not write and not is_read_only(tree) and not _is_explain(tree):
                 raise UsageError(refusal(statement_keyword(tree, dialect)))
         for tree in trees:
             try:
@@ -179,6 +183,8 @@ def prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dial
             raise UsageError(f"SQL: {one_line_error(str(exc))}") from None
         for st in statements:
             kind = st.type.name
+            if kind == "EXPLAIN":  # EXPLAIN ANALYZE runs the statement it explains: classify that one
+                kind = explained_kind(con, st.query)
             if kind not in _DUCKDB_READ and not write:
                 if trees is not None and any(isinstance(t, exp.Pivot) for t in trees):
                     raise UsageError("SQL: a PIVOT without an IN list makes DuckDB create a type first; "
@@ -189,6 +195,76 @@ def prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dial
         raise UsageError("SQL: empty query")
     _distribute_params(steps, params)
     return steps
+
+
+# What may stand between EXPLAIN and the statement it explains: blanks and comments, ANALYZE
+# (or ANALYSE), and a parenthesized option list such as (FORMAT json) or (ANALYZE, FORMAT json).
+_BLANK = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
+_EXPLAIN = re.compile(r"EXPLAIN\b", re.I)
+_ANALYZE = re.compile(r"ANALY[SZ]E\b", re.I)
+
+
+def explained_kind(con, text: str) -> str:
+    """DuckDB's statement type of what an EXPLAIN statement explains: 'SELECT' for a query,
+    'COPY', 'INSERT', ... for a statement that EXPLAIN ANALYZE would run, so that it is
+    refused like the statement itself. Decided by DuckDB's parser reading the text after
+    EXPLAIN [ANALYZE]; when an option list may or may not be there, every reading DuckDB
+    accepts must be a query. Anything that cannot be read that way is 'EXPLAIN ...' (refused
+    without write access): unclassified text never passes."""
+    pos = _BLANK.match(text).end()
+    m = _EXPLAIN.match(text, pos)
+    if not m:
+        return "EXPLAIN of a statement traceql cannot classify"
+    pos = _BLANK.match(text, m.end()).end()
+    analyze = _ANALYZE.match(text, pos)
+    if analyze:
+        pos = _BLANK.match(text, analyze.end()).end()
+    rests = [text[pos:]]
+    if text.startswith("(", pos):  # an option list, or a parenthesized query: try both
+        end = _closing_paren(text, pos)
+        if end is not None:
+            rests.append(text[end + 1:])
+    kinds = []
+    for rest in rests:
+        try:
+            statements = con.extract_statements(rest)
+        except duckdb.Error:
+            continue
+        if not statements:  # '(FORMAT json)' read as the statement: nothing after it
+            continue
+        if len(statements) > 1:
+            return "EXPLAIN of a statement traceql cannot classify"
+        inner = statements[0].type.name
+        kinds.append(explained_kind(con, statements[0].query) if inner == "EXPLAIN" else inner)
+    if not kinds:
+        return "EXPLAIN of a statement traceql cannot classify"
+    writes = [k for k in kinds if k not in _DUCKDB_READ]
+    if writes:
+        return f"EXPLAIN {'ANALYZE ' if analyze else ''}{writes[0]}"
+    return "SELECT"
+
+
+def _closing_paren(text: str, start: int) -> int | None:
+    """The index of the parenthesis closing the one at text[start], skipping quoted text;
+    None when it is not closed."""
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "'\"":
+            j = text.find(ch, i + 1)
+            while j != -1 and text.startswith(ch * 2, j):  # a doubled quote inside the quotes
+                j = text.find(ch, j + 2)
+            if j == -1:
+                return None
+            i = j
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
 
 
 def check_dialect(dialect: str | None) -> str:
@@ -272,6 +348,12 @@ def is_read_only(tree: exp.Expression) -> bool:
     if any(isinstance(node, _WRITE_NODES) for node in tree.walk()):
         return False
     return not any(node.args.get("into") for node in tree.find_all(exp.Select))
+
+
+def _is_explain(tree: exp.Expression) -> bool:
+    """An EXPLAIN that sqlglot keeps as an opaque command: DuckDB's parser classifies what it
+    explains (explained_kind), which reads every form DuckDB accepts."""
+    return isinstance(tree, exp.Command) and tree.name.upper() == "EXPLAIN"
 
 
 def statement_keyword(tree: exp.Expression, dialect: str) -> str:

@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from . import library
+from .faults import is_interrupt
 from .resources import read_schema
 
 # The reports stored at ingest (reports.REPORTS names): those whose input grows with the trace.
@@ -77,7 +78,9 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
         bound = {**_default_bound(by, q), "trace_id": trace_id}
         try:
             rows = con.execute(q.sql, bound).to_arrow_table()
-        except duckdb.Error:  # e.g. sums beyond BIGINT: the report says why when it is asked for
+        except duckdb.Error as exc:  # e.g. sums beyond BIGINT: the report says why when it is asked for
+            if is_interrupt(exc):  # Ctrl-C: the ingest stops, it does not go on without this report
+                raise
             continue
         if rows.num_rows > MAX_ROWS:
             continue
@@ -87,7 +90,9 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
             con.execute(f"CREATE TABLE IF NOT EXISTS {name} AS SELECT * FROM _traceql_stored_rows LIMIT 0")
             con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
             con.execute(f"INSERT INTO {name} SELECT * FROM _traceql_stored_rows")
-        except duckdb.Error:  # rows another trace stored with other types: this one is computed on demand
+        except duckdb.Error as exc:  # rows another trace stored with other types: computed on demand
+            if is_interrupt(exc):
+                raise
             continue
         finally:
             con.unregister("_traceql_stored_rows")

@@ -42,6 +42,9 @@ _NODES = (
     exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.DPipe,
     exp.Cast, exp.TryCast, exp.DataType, exp.DataTypeParam, exp.Case, exp.If,
 )
+# Top-level expressions that are values, not conditions: `--where 1` filters nothing sensible.
+_NOT_CONDITIONS = (exp.Literal, exp.Null, exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod,
+                   exp.DPipe, exp.Tuple)
 # Scalar functions a filter may call: sqlglot's classes for them ...
 _FUNCS = (
     exp.Lower, exp.Upper, exp.Length, exp.Abs, exp.Coalesce, exp.Contains, exp.StartsWith, exp.EndsWith,
@@ -87,6 +90,10 @@ def compile_where(text: str, columns: list[str], view: str) -> tuple[str, dict]:
     known = set(columns)
     for node in tree.walk():
         _check(node, known, view, columns)
+    if isinstance(tree.unnest(), _NOT_CONDITIONS):
+        shown = text.strip() if len(text.strip()) <= 80 else text.strip()[:77] + "..."
+        raise UsageError(f"--where {shown}: not a condition; give a boolean expression over the columns "
+                         f"of {view}, e.g. \"dur > 10000\"")
 
     params: dict = {}
     for lit in list(tree.find_all(exp.Literal)):
@@ -96,7 +103,11 @@ def compile_where(text: str, columns: list[str], view: str) -> tuple[str, dict]:
             continue  # a type parameter such as DECIMAL(10, 2): a checked number, inline
         name = f"{PARAM_PREFIX}{len(params)}"
         params[name] = _value(lit)
-        lit.replace(exp.Placeholder(this=name))
+        placeholder = exp.Placeholder(this=name)
+        if lit is tree:  # the whole expression (refused above, but never left unbound)
+            tree = placeholder
+        else:
+            lit.replace(placeholder)
     return f"({tree.sql(dialect='duckdb')})", params
 
 

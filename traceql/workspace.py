@@ -27,22 +27,36 @@ def default_db() -> Path:
 
 
 def open(path: str | os.PathLike | None = None, *, write: bool = False,  # noqa: A001 - mirrors the builtin
-         queries=(), on_wait=None) -> "Workspace":
+         queries=(), on_wait=None, allow_files: bool = False) -> "Workspace":
     """Open an existing workspace, read-only unless write=True (which lets .sql() run
     statements that change it, and holds the workspace lock until close(): an ingest into
     it waits, and it waits for one, see traceql.lock; on_wait(message) tells that it waits).
     queries: folders of the user's own .sql queries, added to the query library next to
-    $TRACEQL_QUERIES (see traceql.library)."""
-    return Workspace(path if path is not None else default_db(), write=write, queries=queries, on_wait=on_wait)
+    $TRACEQL_QUERIES (see traceql.library). Queries read the workspace and nothing else:
+    allow_files=True lets them read and write files of this machine (read_csv, read_parquet,
+    COPY ... TO, ATTACH), see query_config()."""
+    return Workspace(path if path is not None else default_db(), write=write, queries=queries, on_wait=on_wait,
+                     allow_files=allow_files)
+
+
+def query_config(allow_files: bool = False) -> dict:
+    """DuckDB settings of a workspace connection. A query, a view stored in a workspace someone
+    sent, a query of a shared folder: none may read or write a file of this machine or reach the
+    network (external access off: read_csv, read_text, glob, COPY TO, ATTACH, INSTALL refused)
+    unless the user allowed files, and DuckDB never installs or loads an extension by itself."""
+    return {"enable_external_access": bool(allow_files), "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False, "allow_community_extensions": False}
 
 
 class Workspace:
     """A traceql workspace, read-only unless opened with write=True. Every query returns a
     pyarrow.Table: .to_pandas() with pandas installed, polars.from_arrow() for polars."""
 
-    def __init__(self, path: str | os.PathLike, write: bool = False, queries=(), on_wait=None):
+    def __init__(self, path: str | os.PathLike, write: bool = False, queries=(), on_wait=None,
+                 allow_files: bool = False):
         self.path = Path(path)
         self.write = bool(write)
+        self.allow_files = bool(allow_files)
         self.query_dirs = tuple(Path(q) for q in ([queries] if isinstance(queries, (str, os.PathLike))
                                                   else queries or ()))
         self._catalog = None
@@ -64,11 +78,16 @@ class Workspace:
     def _connect(self) -> set[str]:
         """Open self.con; the names of the workspace's tables."""
         try:
-            self.con = duckdb.connect(str(self.path), read_only=not self.write)
+            self.con = duckdb.connect(str(self.path), read_only=not self.write,
+                                      config=query_config(self.allow_files))
         except duckdb.Error as exc:
             first = str(exc).splitlines()[0]
-            if "lock" in first.lower():
+            if re.search(r"\block\b", first, re.I):  # not 'block': a damaged block is no lock
                 raise WorkspaceError(f"{self.path}: in use by another process ({first})") from None
+            from .faults import fault, is_corrupt
+
+            if is_corrupt(exc):
+                raise fault(exc, self.path) from None
             raise WorkspaceError(f"{self.path}: not a traceql workspace ({first})") from None
         tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         if "trace" not in tables:
@@ -141,7 +160,11 @@ class Workspace:
         try:
             return self.con.execute(query, params or [])
         except duckdb.Error as exc:
-            raise UsageError(f"SQL: {one_line_error(str(exc))}") from None
+            from .faults import fault, is_interrupt
+
+            if is_interrupt(exc):
+                raise
+            raise fault(exc, self.path) or UsageError(f"SQL: {one_line_error(str(exc))}") from None
 
     def queries(self) -> dict:
         """The query library: name -> library.Query, the built-in queries and those of the
@@ -298,16 +321,21 @@ def one_line_error(message: str) -> str:
 
 def _write_stream(reader: pa.RecordBatchReader, target: Path, fmt: str) -> None:
     tmp = target.with_name(target.name + ".part")
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
 
-        with pq.ParquetWriter(tmp, reader.schema) as writer:
-            for batch in reader:
-                writer.write_batch(batch)
-    else:
-        import pyarrow.csv as pacsv
+            with pq.ParquetWriter(tmp, reader.schema) as writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+        else:
+            import pyarrow.csv as pacsv
 
-        with pacsv.CSVWriter(tmp, reader.schema) as writer:
-            for batch in reader:
-                writer.write_batch(batch)
-    os.replace(tmp, target)
+            with pacsv.CSVWriter(tmp, reader.schema) as writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+        os.replace(tmp, target)
+    except BaseException:  # a full disk, Ctrl-C: no partial file left behind
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise

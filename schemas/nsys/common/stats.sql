@@ -56,6 +56,13 @@ WHERE coalesce(graphNodeId, 0) <> 0 AND coalesce(graphId, 0) = 0 AND start IS NO
 HAVING count(*) > 0
 UNION ALL
 SELECT 'device.non_cuda_adapters_skipped', count(*), 'info',
-       'TARGET_INFO_GPU rows with no streaming multiprocessors (display adapters), not listed in device'
-FROM raw.TARGET_INFO_GPU WHERE id IS NOT NULL AND coalesce(smCount, 0) = 0
+       'TARGET_INFO_GPU rows with no streaming multiprocessors and no compute capability (display adapters), '
+       || 'not listed in device'
+FROM raw.TARGET_INFO_GPU WHERE id IS NOT NULL AND coalesce(smCount, 0) = 0 AND coalesce(computeMajor, 0) = 0
+HAVING count(*) > 0
+UNION ALL
+SELECT 'device.sm_count_missing', count(*), 'warning',
+       'TARGET_INFO_GPU rows of CUDA GPUs (compute capability given) without a readable SM count: listed in '
+       || 'device with sm_count NULL (peak FLOP/s then come from the table of GPUs by name)'
+FROM raw.TARGET_INFO_GPU WHERE id IS NOT NULL AND coalesce(smCount, 0) <= 0 AND coalesce(computeMajor, 0) > 0
 HAVING count(*) > 0;

@@ -21,10 +21,10 @@ WITH cuda_gpu AS (
     QUALIFY row_number() OVER (PARTITION BY c.deviceId ORDER BY c.rowid) = 1
 ),
 gpu AS (
-    SELECT g.id, g.name, g.smCount, g.memoryBandwidth, g.clockRate, g.totalMemory, g.l2CacheSize,
+    SELECT g.id, g.name, CASE WHEN g.smCount > 0 THEN g.smCount END, g.memoryBandwidth, g.clockRate, g.totalMemory, g.l2CacheSize,
            g.computeMajor, g.computeMinor, g.busLocation, g.uuid
     FROM raw.TARGET_INFO_GPU g
-    WHERE g.id IS NOT NULL AND coalesce(g.smCount, 0) > 0
+    WHERE g.id IS NOT NULL AND (coalesce(g.smCount, 0) > 0 OR coalesce(g.computeMajor, 0) > 0)
       AND g.id NOT IN (SELECT device_id FROM cuda_gpu)
     QUALIFY row_number() OVER (PARTITION BY g.id ORDER BY g.rowid) = 1
 )
