@@ -25,8 +25,7 @@ Times: Kineto writes microseconds with up to three decimals, either relative to
 baseTimeNanoseconds (1.4e12 us) or since the Unix epoch (1.7e15 us: 19 significant digits with
 the nanoseconds, more than a float64 holds). The decimal text of ts and dur is converted to
 integer ns exactly, rounded to whole ns halves away from zero when a writer gave more than
-three decimals ('1.0005' -> 1001 ns): CAST(text AS DECIMAL(38, 3)) * 1000 in
-schemas/kineto/common/labels.sql. An event's end is ts + dur of the two converted values.
+three decimals ('1.0005' -> 1001 ns): the macro kineto_ns of schemas/kineto/common/labels.sql. An event's end is ts + dur of the two converted values.
 
 The parser was chosen by measurement (bench/kineto.py; bench/KINETO.md has the figures):
 msgspec's typed decoding with raw values was the fastest of msgspec, orjson, the standard
