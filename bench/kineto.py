@@ -128,12 +128,16 @@ def child(python: Path, code: str, env: dict, timeout: float) -> dict:
     return dict(secs=p.secs if ok else None, rss_mb=p.rss_mb, load=p.load, out=out, problem=problem)
 
 
-def measure(kernels: int, timeout: float, hta: bool) -> dict:
+def measure(kernels: int, timeout: float, hta: bool, reuse: dict | None = None) -> dict:
     src = kineto_input(kernels)
     raw_mb = sum(len(b) for b in _chunks(src)) / 1e6
     res = dict(kernels=kernels, file_mb=src.stat().st_size / 1e6, json_mb=raw_mb, parse={})
     parsers_py = PARSERS_VENV / "bin" / "python"
-    for name, code in PARSE.items():
+    if reuse:  # the parsers' and HTA's figures of an earlier run on the same input
+        res["parse"], res["hta"] = reuse["parse"], reuse["hta"]
+        for v in list(res["parse"].values()) + [res["hta"]]:
+            v["reused"] = True
+    for name, code in ([] if reuse else PARSE.items()):
         py = Path(sys.executable) if name.startswith(("msgspec", "json", "DuckDB")) else parsers_py
         if not py.exists():
             res["parse"][name] = dict(secs=None, problem=f"not installed ({py})")
@@ -150,7 +154,9 @@ def measure(kernels: int, timeout: float, hta: bool) -> dict:
     for p in (db, db.with_name(db.name + ".wal")):
         p.unlink(missing_ok=True)
     harness.log(f"  {res['ingest']['secs']:.1f} s, {res['ingest']['rss_mb']:.0f} MB")
-    if hta and (HTA_VENV / "bin" / "python").exists():
+    if reuse:
+        pass
+    elif hta and (HTA_VENV / "bin" / "python").exists():
         folder = DATA / f"hta_kineto_{kernels}"
         folder.mkdir(exist_ok=True)
         link = folder / src.name
@@ -188,15 +194,18 @@ def render(r: dict, meta: str) -> str:
         lines.append(f"| {name} | {secs:,.1f} | {rss:,.0f} | {x} | {load} | {note} |" if secs else
                      f"| {name} | - | {rss if isinstance(rss, str) else f'{rss:,.0f}'} | | {load} | {note} |")
 
+    def note(v, extra=""):
+        return "; ".join(x for x in (v.get("problem") or extra, "earlier run" if v.get("reused") else "") if x)
+
     for name, v in r["parse"].items():
         row(f"parse only: {name}", v.get("secs"), v.get("rss_mb", ""), v.get("load", ""),
-            v.get("problem") or ("fastest" if name == fastest_name else ""))
+            note(v, "fastest" if name == fastest_name else ""))
     row("traceql: read and stage (traceql.kineto.stage)", r["stage"].get("secs"), r["stage"].get("rss_mb", ""),
         r["stage"].get("load", ""), r["stage"].get("problem", ""))
     row("**traceql ingest** (everything)", ing["secs"], ing["rss_mb"], ing["load"], f"workspace {ing['db_mb']:,.0f} MB")
     h = r.get("hta", {})
     row(f"HTA {h.get('version', '')} loader (TraceAnalysis)", h.get("secs"), h.get("rss_mb", ""), h.get("load", ""),
-        h.get("problem", ""))
+        note(h))
     if ing.get("profile", {}).get("phases"):
         lines += ["", "Where ingest's SQL time goes (TRACEQL_TIMING=1):", "",
                   "| phase | seconds | statements |", "|---|---:|---:|"]
@@ -214,6 +223,8 @@ def main(argv=None) -> None:
     ap.add_argument("--wait-max", type=float, default=0)
     ap.add_argument("--out", default=str(REPO / "bench" / "KINETO.md"))
     ap.add_argument("--json")
+    ap.add_argument("--reuse", help="the --json file of an earlier run on the same input: keep its parse-only and "
+                                    "HTA figures, measure traceql again (marked 'earlier run' in the table)")
     a = ap.parse_args(argv)
     if a.setup_parsers:
         problem = setup_venv(PARSERS_VENV, ["orjson", "ijson"])
@@ -225,7 +236,10 @@ def main(argv=None) -> None:
         if problem:
             harness.log(f"HTA: {problem}")
     waited = harness.wait_for_quiet(a.wait_load, time.monotonic() + a.wait_max) if a.wait_load else 0
-    res = measure(a.kernels, a.timeout, hta=True)
+    reuse = json.loads(Path(a.reuse).read_text()) if a.reuse else None
+    if reuse and reuse["kernels"] != a.kernels:
+        raise SystemExit(f"--reuse {a.reuse} measured {reuse['kernels']} kernels, not {a.kernels}")
+    res = measure(a.kernels, a.timeout, hta=True, reuse=reuse)
     import duckdb
     import msgspec
     meta = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, load average "
