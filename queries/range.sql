@@ -5,7 +5,7 @@
 -- param group_by: 'group' to group range instances by their grouping name (nvtx_range.group_name: PyTorch's per-instance ', seq = N', ', op_id = N', ', sizes = ...' removed, PyProf markers by op), 'name' by their full name, 'path' by their nesting path (grouping names from the outermost range down)
 -- param max_depth: keep only ranges whose depth is below this, so paths have at most this many levels (NULL: all)
 -- param match: list of words; keep ranges whose name contains any of them, ignoring case (NULL: all ranges)
--- param domain: keep only ranges of this NVTX domain ('' is the default domain; NULL: all)
+-- param domain: keep only ranges of this NVTX domain ('' is the default domain; NULL: all but the GPU-side spans of PyTorch profiler traces, domain 'gpu_user_annotation', which hold no GPU work and repeat their CPU-side annotation's name)
 -- param filtered: true when a --where filter selects the ranges; like match and domain it leaves the '[unattributed]' row out
 -- column trace_id if per_trace: trace of the row (trace.trace_id)
 -- column name: range grouping name (the full name with group_by 'name', the nesting path with 'path'); '[unattributed]' for GPU work launched outside every range
@@ -28,7 +28,7 @@ WITH picked AS (
     FROM nvtx_range r
     WHERE ($trace_id IS NULL OR r.trace_id = $trace_id)
       AND ($max_depth IS NULL OR r.depth < $max_depth)
-      AND ($domain IS NULL OR r.domain = $domain)
+      AND (CASE WHEN $domain IS NULL THEN r.domain <> 'gpu_user_annotation' ELSE r.domain = $domain END)
       AND ($match IS NULL OR len(list_filter($match, w -> contains(lower(r.name), lower(w)))) > 0)
       AND /* where */ TRUE
 ),
