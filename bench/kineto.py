@@ -206,6 +206,11 @@ def render(r: dict, meta: str) -> str:
     h = r.get("hta", {})
     row(f"HTA {h.get('version', '')} loader (TraceAnalysis)", h.get("secs"), h.get("rss_mb", ""), h.get("load", ""),
         note(h))
+    lines += ["", "Reading it: the parse-only lines decode the whole document into memory (ijson streams it); "
+              "traceql decodes 16 MB blocks, so its Python side stays flat while DuckDB holds the staged events "
+              "(spilling beyond TRACEQL_MEMORY_LIMIT, 3 GB). 'x fastest parse' divides by the fastest parse-only "
+              "time. A parser that failed shows why (the parse-only children run under a "
+              f"{PARSE_LIMIT_GB} GB address-space limit)."]
     if ing.get("profile", {}).get("phases"):
         lines += ["", "Where ingest's SQL time goes (TRACEQL_TIMING=1):", "",
                   "| phase | seconds | statements |", "|---|---:|---:|"]
