@@ -127,17 +127,16 @@ def wide() -> bool:
 @click.version_option(__version__, prog_name="traceql")
 @click.pass_context
 def cli(ctx, db, queries, debug):
-    """Analyze Nsight Systems and nvprof GPU profiler traces with SQL.
+    """Analyze Nsight Systems, nvprof and PyTorch profiler GPU traces with SQL.
 
-    Ingest Nsight Systems SQLite exports and nvprof databases into a DuckDB workspace,
-    then query the normalized views with `traceql sql`, the reports (`traceql report
-    --by ...`, `traceql summary`), the query library (`traceql queries`, `traceql query
-    NAME`) or from Python with traceql.open(). `traceql schema VIEW` describes a view.
+    Ingest Nsight Systems SQLite exports, nvprof databases and PyTorch profiler (Kineto)
+    JSON traces into a DuckDB workspace, then query the normalized views with `traceql
+    sql`, the reports (`traceql report --by ...`, `traceql summary`), the query library
+    (`traceql queries`, `traceql query NAME`) or from Python with traceql.open().
+    `traceql schema VIEW` describes a view.
 
     \b
-    Views: trace, device, thread, api_call, kernel, memcpy, memset, graph_exec,
-    graph_event, gpu_op, nvtx_range, nvtx_mark, launch, op_range, range_gpu, torch_op,
-    kernel_op, device_peak, device_busy, unattributed_gpu, ingest_stats.
+    VIEWS
 
     The options above (--db, --queries, --debug) are also accepted after the command.
     """
@@ -145,11 +144,25 @@ def cli(ctx, db, queries, debug):
     _opened["ctx"] = ctx.obj
 
 
+def _views_help() -> str:
+    """The contract's views for the top-level help, from the contract itself."""
+    import textwrap
+
+    from .resources import CONTRACT_TABLES, CONTRACT_VIEWS
+
+    # the docstring's lines are indented by 4: so are the lines after the first
+    return textwrap.fill("Views: " + ", ".join(CONTRACT_TABLES + CONTRACT_VIEWS) + ".", 78, subsequent_indent="    ")
+
+
+cli.help = cli.help.replace("VIEWS", _views_help())
+
+
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.pass_obj
 def ingest(obj: Context, files):
-    """Load profiler exports (Nsight Systems .sqlite, nvprof .nvvp/.sql) into the workspace.
+    """Load profiler exports into the workspace: Nsight Systems .sqlite, nvprof .nvvp/.sql,
+    PyTorch profiler (Kineto) .json.
 
     Several files are added together, all or nothing. A file that is already in the
     workspace (same absolute path) is replaced. The source files are only read.
