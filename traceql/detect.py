@@ -10,8 +10,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import InputError, UnsupportedVersionError
 from . import kineto
+from .errors import InputError, UnsupportedVersionError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -146,6 +146,19 @@ def _nvprof_layout(det: Detected) -> Detected:
     return det
 
 
+def _kineto_layout(path: Path) -> Detected:
+    """A PyTorch profiler (Kineto) JSON trace: the layout from its schemaVersion (kineto.LAYOUTS).
+    Writers that re-save a trace may put schemaVersion after the events: it is then checked when
+    the file is read (kineto.stage), not here."""
+    hdr = kineto.header(path)
+    det = Detected(path, "kineto", kineto.layout(path, None)[0], schema_version=hdr.schema_version,
+                   exporter_version=kineto.exporter_version(hdr.members))
+    if hdr.schema_version is not None:
+        det.layout, notes = kineto.layout(path, hdr.schema_version)
+        det.warnings += notes
+    return det
+
+
 def detect(path: str | os.PathLike) -> Detected:
     """Inspect `path` and say which adapter reads it. Raises InputError for anything
     that is not a readable profiler export, UnsupportedVersionError for unknown versions."""
@@ -166,6 +179,8 @@ def detect(path: str | os.PathLike) -> Detected:
             head = fh.read(100)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not head.startswith(SQLITE_MAGIC) and kineto.sniff(path, head):
+        return _kineto_layout(path)
     if not head.startswith(SQLITE_MAGIC):
         raise InputError(f"{path}: {_describe_non_sqlite(path, head)}")
 
@@ -191,19 +206,6 @@ def detect(path: str | os.PathLike) -> Detected:
             nvprof_version = None
             if "Version" in tables and "StringTable" in tables:
                 row = con.execute("SELECT * FROM Version LIMIT 1").fetchone()
-def _kineto_layout(path: Path) -> Detected:
-    """A PyTorch profiler (Kineto) JSON trace: the layout from its schemaVersion (kineto.LAYOUTS).
-    Writers that re-save a trace may put schemaVersion after the events: it is then checked when
-    the file is read (kineto.stage), not here."""
-    hdr = kineto.header(path)
-    det = Detected(path, "kineto", kineto.layout(path, None)[0], schema_version=hdr.schema_version,
-                   exporter_version=kineto.exporter_version(hdr.members))
-    if hdr.schema_version is not None:
-        det.layout, notes = kineto.layout(path, hdr.schema_version)
-        det.warnings += notes
-    return det
-
-
                 nvprof_version = None if row is None else str(row[0])
         finally:
             con.close()
@@ -224,8 +226,6 @@ def _kineto_layout(path: Path) -> Detected:
                        exporter_version=metadata.get("EXPORT_PRODUCT_VERSION"),
                        metadata=metadata, tables=tables)
         if version is None:
-    if not head.startswith(SQLITE_MAGIC) and kineto.sniff(path, head):
-        return _kineto_layout(path)
             if metadata:
                 det.warnings.append("export metadata has no EXPORT_SCHEMA_VERSION; read as a pre-2022 export")
             return det
