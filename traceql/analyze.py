@@ -271,6 +271,7 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
 
     md = fmt == "markdown"
     rows = analysis.findings.to_pylist()
+    advised: set = set()  # rules whose advice was printed (for an earlier trace)
     for i, t in enumerate(traces):
         tid = t["trace_id"]
         mine = [x for x in rows if x["trace_id"] == tid]
@@ -285,7 +286,7 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
                         f"memory only {g['memory_pct']:.2f}%, idle {g['idle_pct']:.2f}% of the span")
                 out.write(f"- {line}\n" if md else _wrapped(line, width, "  ") + "\n")
         for x in [x for x in mine if x["role"] == "context" and x["findings"]]:
-            _rule_text(analysis, x, None, t, out, fmt, width, limit)
+            _rule_text(analysis, x, None, t, out, fmt, width, limit, advised)
         hits = [x for x in mine if x["role"] != "context" and x["findings"]]
         if hits:
             note = ("Findings, most recoverable time first (rules overlap: the same idle time can count in "
@@ -293,7 +294,7 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
                     "analyze/RULE)")
             out.write(("\n" + note + "\n") if md else "\n" + _wrapped(note, width) + "\n")
         for n, x in enumerate(hits, 1):
-            _rule_text(analysis, x, n, t, out, fmt, width, limit)
+            _rule_text(analysis, x, n, t, out, fmt, width, limit, advised)
         quiet = [x for x in mine if not x["findings"] and not x["note"]]
         if quiet:
             names = ", ".join(f"{x['rule']} ({x['thresholds']})" for x in quiet)
@@ -303,22 +304,30 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
                 out.write("\n" + _wrapped(f"{x['rule']} abstains: {x['note']}", width) + "\n")
 
 
-def _rule_text(analysis: Analysis, x: dict, n: int | None, t: dict, out, fmt: str, width, limit: int) -> None:
+def _rule_text(analysis: Analysis, x: dict, n: int | None, t: dict, out, fmt: str, width, limit: int,
+               advised: set) -> None:
     r = analysis.rules[x["rule"]]
+    advice = x["advice"] if r.name not in advised else f"as for trace {min(advised_by(analysis, r.name))} above"
+    advised.add(r.name)
     pct = "" if x["recoverable_pct"] is None else f" ({x['recoverable_pct']:.2f}% of the trace span)"
     number = f"{n}. " if n is not None else ""
     if fmt == "markdown":
         out.write(f"\n### {number}`{x['rule']}`: {x['summary']}{pct}\n\n")
         if x["breakdown"]:
             out.write(f"By {r.query.labels.get(r.group, r.group)}: {x['breakdown']}.\n\n")
-        out.write(f"Thresholds: {x['thresholds']}.\n\nWhat to do: {x['advice']}\n\n")
+        out.write(f"Thresholds: {x['thresholds']}.\n\nWhat to do: {advice}\n\n")
     else:
         out.write("\n" + _wrapped(f"{number}{x['rule']}: {x['summary']}{pct}", width) + "\n")
         if x["breakdown"]:
             out.write(_wrapped(f"by {r.query.labels.get(r.group, r.group)}: {x['breakdown']}", width, "   ") + "\n")
         out.write(_wrapped(f"thresholds: {x['thresholds']}", width, "   ") + "\n")
-        out.write(_wrapped(f"what to do: {x['advice']}", width, "   ") + "\n")
+        out.write(_wrapped(f"what to do: {advice}", width, "   ") + "\n")
     _evidence(analysis, r, t["trace_id"], out, fmt, width, limit, x["findings"])
+
+
+def advised_by(analysis: Analysis, rule_name: str) -> list[int]:
+    """The traces for which RULE_NAME has findings (its advice is printed with the first)."""
+    return [x["trace_id"] for x in analysis.findings.to_pylist() if x["rule"] == rule_name and x["findings"]]
 
 
 def _evidence(analysis: Analysis, r: Rule, trace_id: int, out, fmt: str, width, limit: int, total: int) -> None:

@@ -101,7 +101,7 @@ def library() -> dict[str, Query]:
     entries = [("", e) for e in root.iterdir()]
     entries += [(f"{d.name}/", e) for d in root.iterdir() if d.is_dir() and not d.name.startswith("_")
                 for e in d.iterdir()]
-    for prefix, entry in sorted(entries, key=lambda pe: pe[0] + pe[1].name):
+    for prefix, entry in sorted(entries, key=lambda pe: (pe[0] != "", pe[0], pe[1].name)):  # folders' last
         if not entry.is_file() or not entry.name.endswith(".sql"):
             continue
         name = prefix + entry.name[:-4]
