@@ -272,6 +272,8 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
     md = fmt == "markdown"
     rows = analysis.findings.to_pylist()
     advised: set = set()  # rules whose advice was printed (for an earlier trace)
+    if not traces:
+        out.write("no traces in this workspace: nothing to analyze\n")
     for i, t in enumerate(traces):
         tid = t["trace_id"]
         mine = [x for x in rows if x["trace_id"] == tid]
