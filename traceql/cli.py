@@ -835,6 +835,8 @@ def main(argv=None) -> None:
     try:
         cli.main(args=argv, prog_name="traceql", standalone_mode=False)
         sys.stdout.flush()  # here, so that a closed pipe is seen while it can be handled
+        if argv is None:
+            _ignore_late_ctrl_c()
     except click.exceptions.Abort:
         click.echo("traceql: interrupted", err=True)
         sys.exit(130)
@@ -913,6 +915,14 @@ def _quiet_signals() -> None:
 
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def _ignore_late_ctrl_c() -> None:
+    """The command's work is done (an ingest renamed into place): a Ctrl-C while Python shuts
+    down would only kill the process by SIGINT, with no message and no exit code of ours."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _stdout_to_devnull() -> None:

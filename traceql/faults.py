@@ -65,6 +65,7 @@ def is_host_file_refusal(exc: BaseException) -> bool:
 
 def printable(text: str) -> str:
     """TEXT with control characters (escape sequences) shown as \\xNN, safe on a terminal."""
+    text = text if isinstance(text, str) else str(text)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
