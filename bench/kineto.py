@@ -124,7 +124,7 @@ def child(python: Path, code: str, env: dict, timeout: float) -> dict:
     out = (p.out.strip().splitlines() or [""])[-1]
     lines = p.err.strip().splitlines() or ["?"]
     first_error = next((ln for ln in lines if "Error" in ln), lines[-1])  # DuckDB's error ends in a caret line
-    problem = "" if ok else ("timed out" if p.timed_out else first_error.strip()[:200])
+    problem = "" if ok else (f"timed out after {timeout:.0f} s" if p.timed_out else first_error.strip()[:200])
     return dict(secs=p.secs if ok else None, rss_mb=p.rss_mb, load=p.load, out=out, problem=problem)
 
 
