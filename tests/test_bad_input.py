@@ -852,7 +852,12 @@ def interrupt_after(args, seconds, **kw):
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # the interrupt was lost: fail, and leave no process counting on
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"traceql {' '.join(args[:3])} ... still ran 120 s after Ctrl-C") from None
     return proc.returncode, out, err
 
 
