@@ -12,6 +12,7 @@ Generated traces (fixtures/gen_kineto.py) test attribution and the parser's edge
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 from collections import Counter, defaultdict
@@ -202,10 +203,19 @@ def test_generated_attribution_by_brute_force(gen_ws):
     calls = {e["args"]["correlation"]: e for e in events(doc, "api")}
     ranges = [e for e in events(doc, "range") if e["cat"] != "gpu_user_annotation"]
     want_inner, want_held = Counter(), Counter()
+    # per range, the calls starting inside it (bisect over the calls sorted by start), so that the
+    # check stays linear in the pairs rather than kernels x ranges
+    by_start = sorted((ns(c["ts"]), ns(c["ts"]) + ns(c["dur"]), corr) for corr, c in calls.items())
+    starts = [cs for cs, _, _ in by_start]
+    held_by = {}
+    for r in ranges:
+        rs, re_ = ns(r["ts"]), ns(r["ts"]) + ns(r["dur"])
+        for cs, ce, corr in by_start[bisect.bisect_left(starts, rs):bisect.bisect_right(starts, re_)]:
+            if ce <= re_:
+                held_by.setdefault(corr, []).append(r)
     for k in events(doc, "kernel"):
         c = calls[k["args"]["correlation"]]
-        cs, ce = ns(c["ts"]), ns(c["ts"]) + ns(c["dur"])
-        holding = [r for r in ranges if ns(r["ts"]) <= cs and ce <= ns(r["ts"]) + ns(r["dur"])]
+        holding = held_by.get(k["args"]["correlation"], [])
         own = [r for r in holding if r["tid"] == c["tid"]]
         inner = max(own or holding, key=lambda r: (ns(r["ts"]), -ns(r["dur"])))
         want_inner[(ns(k["ts"]), inner["name"])] += 1
