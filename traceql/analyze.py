@@ -280,7 +280,11 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
         if i:
             out.write("\n")
         span = "no events" if t["duration"] is None else f"span {human_ns(t['duration'])}"
-        head = f"trace {tid} ({span}): {t['path']}"
+        path = t["path"]
+        if not md and width:  # a path longer than the terminal keeps both ends (continuation indent 2)
+            from .render import shorten_middle
+            path = shorten_middle(path, width - 2)
+        head = f"trace {tid} ({span}): {path}"
         out.write(f"## {head}\n\n" if md else _wrapped(head, width) + "\n")
         for g in (gpus or []):
             if g.get("trace_id") == tid:
