@@ -56,7 +56,6 @@ bench-scaling: $(STAMP)
 bench-small: $(STAMP)
 	$(PY) bench/small.py --runs 5 --wait-load $(BENCH_LOAD) --out bench/SMALL.md --json bench/data/small.json
 
-clean:
 # PyTorch profiler (Kineto) JSON (bench/kineto.py): a generated trace of 1 M kernels, ingest time and
 # peak memory against parsing the JSON alone (msgspec, orjson, json, ijson, DuckDB) and HTA's loader
 # (HolisticTraceAnalysis from PyPI in its own venv under bench/data/); writes bench/KINETO.md.
@@ -64,4 +63,5 @@ bench-kineto: $(STAMP)
 	$(PY) bench/kineto.py --setup-parsers --setup-hta --wait-load $(BENCH_LOAD) --wait-max $(BENCH_WAIT) \
 	  --json bench/data/kineto.json
 
+clean:
 	rm -rf $(VENV) build .pytest_cache
