@@ -7,6 +7,7 @@
 -- column calls: number of calls
 -- column total_ns: summed call time in ns (calls on different threads overlap: not wall time)
 -- column pct: total_ns as a percentage of the summed time of all API calls in the report (after --where; within the trace with per_trace), not of wall time
+-- column range_pct if range: with --range: the row's call time as a percentage of the CPU time of the matching ranges (the time at least one of them was open, per process; calls on several threads overlap, so rows can add up to more than 100)
 -- column avg_ns: mean call time in ns, rounded to 0.1 ns
 -- column med_ns: median call time in ns (the mean of the two middle values for an even count)
 -- column min_ns: shortest call in ns
@@ -14,6 +15,7 @@
 -- column stddev_ns: sample standard deviation of the call time in ns (n - 1 denominator, as nsys stats), rounded to 0.1 ns; 0 for a single call
 -- column kind: 'runtime' or 'driver' (several joined by ', ' when one name is both)
 -- label pct: Time(%) of all API calls
+-- label range_pct: Range(%) of its CPU time
 --
 -- Two shapes, one of them empty: DuckDB binds the parameters before it plans, so the branch
 -- whose WHERE is false is never run. Grouping by name alone is faster than grouping by a

@@ -7,6 +7,7 @@
 -- column calls: number of operations
 -- column total_ns: summed GPU time in ns (operations on different streams overlap: not wall time)
 -- column pct: total_ns as a percentage of the summed time of all GPU operations in the report (kernels, copies, memsets and whole-graph executions; after --where; within the trace with per_trace), not of wall time
+-- column range_pct if range: with --range: the row's time as a percentage of the GPU time of the matching ranges (the summed durations of the GPU operations they hold, each once: kernels, copies, memsets and whole-graph executions), not of the report's rows
 -- column avg_ns: mean duration in ns, rounded to 0.1 ns
 -- column med_ns: median duration in ns (the mean of the two middle values for an even count)
 -- column min_ns: shortest operation in ns
@@ -14,17 +15,20 @@
 -- column stddev_ns: sample standard deviation of the duration in ns (n - 1 denominator, as nsys stats), rounded to 0.1 ns; 0 for a single operation
 -- column category: 'kernel', 'memcpy' or 'memset' (gpu_op.op_kind), or 'graph'
 -- label pct: Time(%) of all GPU activities
+-- label range_pct: Range(%) of its GPU time
 --
 -- Whole-graph executions (graph_exec: nsys --cuda-graph-trace=graph, the default, records one
 -- row per graph launch and none for its nodes) are GPU time that gpu_op lacks: they join the
 -- input as rows of op_kind 'graph' with gpu_op's columns (op_id and bytes NULL), so --where
--- filters them as it filters the rest.
+-- filters them as it filters the rest. Their launching call (api_id, NULL for gpu_op rows) is what a
+-- --range filter (traceql/rangefilter.py) looks at for them.
 WITH ops AS (
-    SELECT trace_id, op_kind, op_id, device_id, stream_id, pid, correlation_id, ts, dur, name, bytes
+    SELECT trace_id, op_kind, op_id, device_id, stream_id, pid, correlation_id, ts, dur, name, bytes,
+           CAST(NULL AS BIGINT) AS api_id
     FROM gpu_op
     UNION ALL
     SELECT trace_id, 'graph', CAST(NULL AS BIGINT), device_id, stream_id, pid, correlation_id, ts, dur,
-           '[CUDA graph ' || coalesce(CAST(graph_id AS VARCHAR), '?') || ']', CAST(NULL AS BIGINT)
+           '[CUDA graph ' || coalesce(CAST(graph_id AS VARCHAR), '?') || ']', CAST(NULL AS BIGINT), api_id
     FROM graph_exec
 ),
 input AS (

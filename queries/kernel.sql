@@ -10,12 +10,14 @@
 -- column calls: kernel executions
 -- column total_ns: summed execution time in ns (kernels on different streams overlap: not wall time)
 -- column pct: total_ns as a percentage of the summed execution time of all kernels in the report (after --where; within the trace with per_trace), not of wall time
+-- column range_pct if range: with --range: the row's time as a percentage of the GPU time of the matching ranges (the summed durations of the GPU operations they hold, each once: kernels, copies, memsets and whole-graph executions), not of the report's rows
 -- column avg_ns: mean execution time in ns, rounded to 0.1 ns
 -- column med_ns: median execution time in ns (the mean of the two middle values for an even count)
 -- column min_ns: shortest execution in ns
 -- column max_ns: longest execution in ns
 -- column stddev_ns: sample standard deviation of the execution time in ns (n - 1 denominator, as nsys stats), rounded to 0.1 ns; 0 for a single execution
 -- label pct: Time(%) of all kernels
+-- label range_pct: Range(%) of its GPU time
 --
 -- Two shapes, one of them empty: DuckDB binds the parameters before it plans, so the branch
 -- whose WHERE is false is never run. Grouping by name alone is twice as fast as grouping by

@@ -16,6 +16,7 @@
 -- column kernel: kernel name without template arguments and parameters (kernel.short_name)
 -- column params: shapes and dtype of the costed call, PyProf style (kernel_op.params)
 -- column sil: kernel duration in ns (PyProf's 'silicon time')
+-- column range_pct if range: with --range: the row's time as a percentage of the GPU time of the matching ranges (the summed durations of the GPU operations they hold, each once: kernels, copies, memsets and whole-graph executions), not of the report's rows
 -- column tc: '1' the kernel runs on tensor cores (its name matches a tensor-core pattern), '0' a matrix product, convolution or attention kernel that does not, '-' otherwise
 -- column device: GPU (kernel.device_id)
 -- column stream: CUDA stream (kernel.stream_id)
@@ -24,6 +25,7 @@
 -- column flops: FLOPs of the costed call on its longest kernel, 0 on its others, NULL without a formula (kernel_op.flops)
 -- column bytes: DRAM bytes, likewise (kernel_op.bytes)
 -- label sil: Sil
+-- label range_pct: Range(%) of its GPU time
 WITH input AS (
     SELECT *
     FROM kernel

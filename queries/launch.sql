@@ -16,10 +16,12 @@
 -- column queue_max_ns: longest queue delay in ns
 -- column kernel_total_ns: summed kernel execution time in ns (not wall time)
 -- column kernel_pct: kernel_total_ns as a percentage of the summed execution time of all kernels in the report (after --where; within the trace with per_trace)
+-- column range_pct if range: with --range: the row's time as a percentage of the GPU time of the matching ranges (the summed durations of the GPU operations they hold, each once: kernels, copies, memsets and whole-graph executions), not of the report's rows
 -- column kernel_avg_ns: mean kernel execution time in ns, rounded to 0.1 ns
 -- column total_avg_ns: mean time from the start of the launching call to the later of the call's end and the kernel's end, in ns, rounded to 0.1 ns (nsys 'Total Dur'), per execution
 -- column api_names: launching API functions seen, joined by ', '
 -- label kernel_pct: Kernel time(%) of all kernels
+-- label range_pct: Range(%) of its GPU time
 --
 -- Graph launches: under --cuda-graph-trace=node every node of a cudaGraphLaunch is a kernel row
 -- whose correlation id is that call's, so N nodes name one call N times. The API figures take

@@ -9,10 +9,12 @@
 -- column bwd_ns: summed duration of its backward kernels in ns
 -- column total_ns: fwd_ns + bwd_ns (summed, not wall time)
 -- column pct: total_ns as a percentage of the summed duration of all kernels in the report (after --where; within the trace with per_trace)
+-- column range_pct if range: with --range: the row's time as a percentage of the GPU time of the matching ranges (the summed durations of the GPU operations they hold, each once: kernels, copies, memsets and whole-graph executions), not of the report's rows
 -- column flops: algorithmic FLOPs of its costed calls; NULL when none has a formula
 -- column bytes: algorithmic DRAM bytes of its costed calls whose bytes are known
 -- column tflops: achieved TFLOP/s: flops over the summed duration of the kernels of the costed calls
 -- label pct: Time(%) of all kernels
+-- label range_pct: Range(%) of its GPU time
 WITH input AS (
     SELECT *
     FROM kernel_op

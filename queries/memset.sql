@@ -7,6 +7,7 @@
 -- column calls: number of memsets
 -- column total_ns: summed memset time in ns
 -- column pct: total_ns as a percentage of the summed time of all memsets in the report (after --where; within the trace with per_trace), not of wall time
+-- column range_pct if range: with --range: the row's time as a percentage of the GPU time of the matching ranges (the summed durations of the GPU operations they hold, each once: kernels, copies, memsets and whole-graph executions), not of the report's rows
 -- column avg_ns: mean memset time in ns, rounded to 0.1 ns
 -- column med_ns: median memset time in ns (the mean of the two middle values for an even count)
 -- column min_ns: shortest memset in ns
@@ -18,6 +19,7 @@
 -- column max_bytes: largest memset in bytes
 -- column gb_per_s: throughput, total_bytes / total_ns (bytes per ns = GB/s with 1 GB = 1e9 bytes)
 -- label pct: Time(%) of all memsets
+-- label range_pct: Range(%) of its GPU time
 WITH input AS (
     SELECT *
     FROM memset

@@ -15,6 +15,7 @@
 -- column bwd_ns: summed duration of the backward kernels in ns (NULL for '[no op]')
 -- column total_ns: summed duration of the row's kernels in ns, fwd_ns + bwd_ns (summed, not wall time)
 -- column pct: total_ns as a percentage of the summed duration of all kernels in the report (after --where; within the trace with per_trace)
+-- column range_pct if range: with --range: the row's time as a percentage of the GPU time of the matching ranges (the summed durations of the GPU operations they hold, each once: kernels, copies, memsets and whole-graph executions), not of the report's rows
 -- column kernels_per_call: kernels (forward and backward) per call
 -- column flops: algorithmic FLOPs of the calls that have a formula (kernel_op.flops); NULL when none has
 -- column bytes: algorithmic DRAM bytes of the calls whose bytes are known
@@ -23,6 +24,7 @@
 -- column efficiency_pct: ideal_ns as a percentage of the summed duration of the kernels of those calls
 -- label pct: Time(%) of all kernels
 -- label efficiency_pct: Roofline eff(%)
+-- label range_pct: Range(%) of its GPU time
 WITH input AS (
     SELECT *
     FROM kernel_op

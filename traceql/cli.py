@@ -505,6 +505,11 @@ REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one ro
 --by layer   GPU work per PyProf 'layer:' NVTX annotation, forward and backward
 --by breakdown  per GPU: the trace span split into compute, exposed communication, memory, idle
 
+--range NAME (or --range-match WORD) keeps the work launched inside those NVTX ranges, by any
+thread of their process, each operation once, and adds range_pct, its share of the ranges' GPU
+time: the drill-down into one range (kernel, api, memcpy, memset, gpu, launch, op, kernel-op,
+layer).
+
 Time statistics follow nsys stats: calls, total_ns, pct, avg_ns, med_ns, min_ns, max_ns,
 stddev_ns (sample standard deviation, n - 1). pct is the row's share of the summed time of
 all rows of the report (after --where; per trace with --per-trace), never of wall time; the
@@ -553,10 +558,17 @@ give times in ns; tables show readable units, or --unit.
 @click.option("--recompute", is_flag=True,
               help="Compute the report from the tables even when ingest stored it (kernel, api, gpu and range "
                    "with their default options store one per trace; the rows are the same).")
+@click.option("--range", "range_names", multiple=True, metavar="NAME",
+              help="Only the work launched inside the NVTX ranges of this name: full name, grouping name "
+                   "(--by range's rows) or nesting path; repeatable. By any thread of the range's process, each "
+                   "operation once; adds range_pct, the share of the ranges' GPU time (CPU time for --by api).")
+@click.option("--range-match", "range_words", multiple=True, metavar="WORD",
+              help="Like --range, for the ranges whose name contains WORD (repeatable, ignores case).")
 @wide_option
 @click.pass_context
 def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
-           max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps, recompute):
+           max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps, recompute, range_names,
+           range_words):
     for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range"),
                                  ("--depth", "max_depth", "range"), ("--match", "match", "range"),
                                  ("--domain", "domain", "range"), ("--with-shapes", "with_shapes", "op"),
@@ -574,7 +586,8 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
     check_output(output)
     with obj.open() as ws:
         table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,
-                          columns=columns, recompute=recompute, **params)
+                          columns=columns, recompute=recompute, range=list(range_names) or None,
+                          range_match=list(range_words) or None, **params)
         note = empty_note(ws, by, trace_id) if table.num_rows == 0 else None
     if note:
         click.echo(f"traceql: {note}", err=True)
@@ -735,8 +748,13 @@ def _first_rows(table, limit: int):
 @click.option("--log", is_flag=True,
               help="A logarithmic time axis. Without it, a group of bars more than 8 times longer than the "
                    "next is cut (its value printed) so that the others stay visible.")
+@click.option("--range", "range_names", multiple=True, metavar="NAME",
+              help="kernel, op: only the work inside the NVTX ranges of this name (full, grouping or path; "
+                   "repeatable), as report --range: the drill-down into one range.")
+@click.option("--range-match", "range_words", multiple=True, metavar="WORD",
+              help="kernel, op: like --range, for ranges whose name contains WORD (ignores case).")
 @click.pass_obj
-def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title, log):
+def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title, log, range_names, range_words):
     """Draw a report as a bar chart (needs matplotlib: pip install 'traceql[plot]').
 
     \b
@@ -750,7 +768,7 @@ def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title, 
     check_output(output)
     with obj.open() as ws:
         draw(ws, by, output, trace_id=trace_id, match=match, domain=domain, stat=stat, limit=limit, title=title,
-             log=log)
+             log=log, range=list(range_names) or None, range_match=list(range_words) or None)
     click.echo(f"wrote {output}")
 
 

@@ -44,7 +44,7 @@ class Chart:
 
 def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trace_id: int | None = None,
          match=None, domain: str | None = None, stat: str = "total", limit: int | None = DEFAULT_LIMIT,
-         title: str | None = None, log: bool = False):
+         title: str | None = None, log: bool = False, range=None, range_match=None):  # noqa: A002
     """A bar chart of report BY as a matplotlib Figure; written to `output` when given (the
     extension picks the format: .png, .svg or .pdf).
 
@@ -55,7 +55,10 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
     title: the first title line (default: the trace's file name). log: a logarithmic time
     axis; on the default linear axis a group more than OUTLIER times longer than the next
     one (an 8 s ncclCommInitRank among millisecond ranges) is cut, its value printed, so that
-    the other bars stay visible."""
+    the other bars stay visible. range, range_match (--by kernel and op): only the work inside
+    the NVTX ranges of these names or containing these words (traceql.rangefilter), the
+    K-FAC walkthrough's drill-down into one range; kernels are then labelled with their share
+    of the ranges' GPU time."""
     if stat not in STATS:
         raise UsageError(f"--stat {stat}: choose total or mean")
     if output is not None and Path(output).suffix.lower() not in FORMATS:
@@ -65,9 +68,16 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
         raise UsageError(f"--by {by}: plots are {', '.join(builders)}")
     if (match or domain is not None) and by != "range":
         raise UsageError("--match and --domain apply to --by range")
+    from .rangefilter import selection
+
+    ranged = selection(range, range_match)
+    if ranged is not None and by == "range":
+        raise UsageError("--range applies to --by kernel and op (the work inside a range); --by range --match "
+                         "picks the ranges themselves")
     figure_cls, canvas_cls = _matplotlib()
     ws.check_trace(trace_id)
-    chart = builders[by](ws, trace_id=trace_id, match=list(match or ()), domain=domain, stat=stat, limit=limit)
+    chart = builders[by](ws, trace_id=trace_id, match=list(match or ()), domain=domain, stat=stat, limit=limit,
+                         ranged=ranged)
     chart.title = title or _trace_label(ws, trace_id)
     chart.log = bool(log)
     fig = _draw(chart, figure_cls, canvas_cls)
@@ -98,7 +108,7 @@ def _matplotlib():
 
 # ------------------------------------------------------------------------------ data
 
-def _range_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
+def _range_chart(ws, trace_id, match, domain, stat, limit, ranged=None) -> Chart:
     rows = [r for r in ws.report("range", trace_id=trace_id, match=match or None, domain=domain).to_pylist()
             if r["instances"]]  # the '[unattributed]' row has no instances: not a range
     if not rows:
@@ -125,15 +135,22 @@ def _range_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
                  [""] * len(shown))
 
 
-def _kernel_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
+def _kernel_chart(ws, trace_id, match, domain, stat, limit, ranged=None) -> Chart:
     column = "avg_ns" if stat == "mean" else "total_ns"
-    table = ws.report("kernel", trace_id=trace_id, sort=column)
+    table = ws.report("kernel", trace_id=trace_id, sort=column, **_range_options(ranged))
     rows = table.to_pylist()
     if not rows:
-        raise UsageError("nothing to plot: no kernels" + ("" if trace_id is None else f" in trace {trace_id}"))
+        raise UsageError("nothing to plot: no kernels" + ("" if trace_id is None else f" in trace {trace_id}")
+                         + ("" if ranged is None else f" inside NVTX ranges {ranged.describe()}"))
     shown = rows[:limit] if limit else rows
-    subtitle = "Kernels by GPU time (" + ("mean per call" if stat == "mean" else "total") \
-        + "; % of the summed time of all kernels)"
+    if ranged is None:
+        subtitle = "Kernels by GPU time (" + ("mean per call" if stat == "mean" else "total") \
+            + "; % of the summed time of all kernels)"
+    else:
+        subtitle = f"Kernels launched inside NVTX ranges {ranged.describe()}, by GPU time (" \
+            + ("mean per call" if stat == "mean" else "total") + "; % of the ranges' GPU time)"
+        for r in rows:
+            r["pct"] = r["range_pct"]
     if len(shown) < len(rows):
         subtitle += f"; the {len(shown)} longest of {len(rows)} kernel names"
     names = [kernel_label(r["name"] or "[unnamed]") for r in shown]
@@ -146,8 +163,9 @@ def _kernel_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
                  [("GPU time", KERNEL, [float(r[column]) for r in shown])], notes)
 
 
-def _op_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
-    rows = [r for r in ws.report("op", trace_id=trace_id, sort="total_ns").to_pylist() if r["calls"]]
+def _op_chart(ws, trace_id, match, domain, stat, limit, ranged=None) -> Chart:
+    rows = [r for r in ws.report("op", trace_id=trace_id, sort="total_ns", **_range_options(ranged)).to_pylist()
+            if r["calls"]]
     if not rows:
         raise UsageError("nothing to plot: no PyTorch ops with GPU work"
                          + ("" if trace_id is None else f" in trace {trace_id}"))
@@ -160,12 +178,20 @@ def _op_chart(ws, trace_id, match, domain, stat, limit) -> Chart:
     shown = rows[:limit] if limit else rows
     subtitle = "PyTorch ops: GPU time of their forward and backward kernels (" \
         + ("mean per call" if mean else "total") + ")"
+    if ranged is not None:
+        subtitle += f"\ninside NVTX ranges {ranged.describe()}"
     if len(shown) < len(rows):
         subtitle += f"; the {len(shown)} longest of {len(rows)} ops"
     return Chart("", subtitle, _labels([r["op"] for r in shown], [r["calls"] for r in shown], "{} calls"),
                  [("forward kernels", FORWARD, [r["fwd"] for r in shown]),
                   ("backward kernels", BACKWARD, [r["bwd"] for r in shown])],
                  [""] * len(shown))
+
+
+def _range_options(ranged) -> dict:
+    if ranged is None:
+        return {}
+    return {"range": list(ranged.names) or None, "range_match": list(ranged.words) or None}
 
 
 def _trace_label(ws, trace_id) -> str:

@@ -57,7 +57,7 @@ def input_columns(view: str) -> list[str]:
 
 def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False, where: str | None = None,
                sort: str | None = None, limit: int | None = None, columns=None, recompute: bool = False,
-               **params) -> pa.Table:
+               range=None, range_match=None, **params) -> pa.Table:  # noqa: A002 - `range` is the option's name
     """Report BY as an Arrow table.
 
     trace_id: only that trace. per_trace: rows split by trace (a trace_id column first;
@@ -66,8 +66,12 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     optionally ':asc' or ':desc' (default: descending for numbers, ascending for text);
     ties keep the report's own order. columns: the columns to keep, in this order.
     recompute: compute the report from the contract tables even when the rows ingest stored
-    for it can answer (traceql.stored; they are the same rows). Other keyword arguments are
-    the query's parameters (e.g. with_dims for kernel)."""
+    for it can answer (traceql.stored; they are the same rows). range, range_match: only the
+    work the NVTX ranges of these names (full, grouping or path) or containing these words
+    hold, with a range_pct column (traceql.rangefilter). Other keyword arguments are the
+    query's parameters (e.g. with_dims for kernel)."""
+    from . import rangefilter
+
     q = report_query(by)
     _, defaults = REPORTS[by]
     values = {**defaults, **{k: v for k, v in params.items() if v is not None}}
@@ -75,18 +79,29 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
         values.pop("match")
     values["trace_id"] = trace_id
     values["per_trace"] = bool(per_trace)
-    if where is not None and "filtered" in q.params:
+    ranged = rangefilter.selection(range, range_match)
+    if ranged is not None:
+        rangefilter.check_report(by)
+    if (where is not None or ranged is not None) and "filtered" in q.params:
         values["filtered"] = True
     bound = library.bind(q, values)
 
     table = None
-    if where is None and not recompute:
+    if where is None and ranged is None and not recompute:
         from . import stored
 
         table = stored.load(ws.con, by, q, bound, limit=limit if sort is None else None)
     if table is None:
-        table = _compute(ws, q, bound, where)
+        found = None
+        if ranged is not None:
+            found = rangefilter.totals(ws, ranged, trace_id)
+            rangefilter.check_matches(ws, ranged, found, trace_id)
+        table = _compute(ws, q, bound, where, by if ranged is not None else None,
+                         rangefilter.parameters(ranged) if ranged is not None else None)
+        if ranged is not None:
+            table = rangefilter.add_share(table, by, found, per_trace)
 
+    values["range"] = ranged is not None  # shows range_pct ('-- column range_pct if range')
     shown = [c.name for c in q.columns.values() if c.when is None or values.get(c.when)]
     missing = set(shown) - set(table.column_names)
     if missing:  # the query and its documentation disagree: a bug, not a usage error
@@ -110,14 +125,23 @@ def empty_note(ws, by: str, trace_id: int | None = None) -> str | None:
     return None
 
 
-def _compute(ws, q, bound: dict, where: str | None) -> pa.Table:
+def _compute(ws, q, bound: dict, where: str | None, ranged_by: str | None = None,
+             range_params: dict | None = None) -> pa.Table:
     sql = q.sql
-    if where is not None:
+    if where is not None or ranged_by is not None:
         from .where import compile_where, splice
 
-        fragment, where_params = compile_where(where, input_columns(q.input), q.input)
-        sql = splice(sql, fragment)
-        bound = {**bound, **where_params}
+        fragments = []
+        if where is not None:
+            fragment, where_params = compile_where(where, input_columns(q.input), q.input)
+            fragments.append(fragment)
+            bound = {**bound, **where_params}
+        if ranged_by is not None:  # traceql.rangefilter: the package's SQL, values bound as parameters
+            from .rangefilter import condition
+
+            fragments.append(condition(ranged_by))
+            bound = {**bound, **range_params}
+        sql = splice(sql, " AND ".join(fragments))
     try:
         return ws.execute(sql, bound).to_arrow_table()
     except UsageError as exc:
