@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 from .errors import (InputError, NewerWorkspaceError, StaleWorkspaceError, TraceqlError,  # noqa: E402
                      UnsupportedVersionError, UsageError, WorkspaceError)
 
-__all__ = ["ingest", "open", "upgrade", "remove", "Workspace", "TraceqlError", "InputError", "UsageError",
+__all__ = ["ingest", "open", "upgrade", "remove", "diff", "Workspace", "TraceqlError", "InputError", "UsageError",
            "UnsupportedVersionError", "WorkspaceError", "StaleWorkspaceError", "NewerWorkspaceError",
            "__version__"]
 
@@ -29,6 +29,8 @@ def __getattr__(name: str):
         from .upgrade import upgrade as value
     elif name == "remove":
         from .remove import remove as value
+    elif name == "diff":
+        from .diff import diff as value
     elif name in ("open", "Workspace"):
         from . import workspace
 
@@ -45,9 +47,9 @@ def __dir__():
 
 class _Package(types.ModuleType):
     def __setattr__(self, name, value):
-        # Importing the submodule traceql.ingest (traceql.upgrade) binds it to the package as
+        # Importing the submodule traceql.ingest (traceql.upgrade, ...) binds it to the package as
         # `ingest`; the name stays the function, as it was when this file imported it eagerly.
-        if name in ("ingest", "upgrade", "remove") and isinstance(value, types.ModuleType):
+        if name in ("ingest", "upgrade", "remove", "diff") and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
 

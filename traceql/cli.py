@@ -730,6 +730,119 @@ def _first_rows(table, limit: int):
     return order_and_limit(table, None, limit, per_trace=True)
 
 
+DIFF_HELP = """Compare two runs: what changed, and whether it is more than run-to-run noise.
+
+A (before) and B (after) are each a trace file (Nsight Systems, nvprof or PyTorch profiler;
+ingested into a temporary workspace, removed afterwards), a trace id of the workspace (--db),
+or a workspace file (all its traces make one side), e.g.
+
+\b
+  traceql diff before.sqlite after.sqlite
+  traceql diff 1 2                                (two traces of the workspace)
+  traceql diff base.duckdb trace.json.gz --format markdown --gate 5
+
+Rows align kernels by name, PyTorch ops by name and direction, NVTX ranges by path (CPU time,
+and GPU time of the work inside), API calls by name, copies by kind, memsets by memory kind;
+totals are the iteration time, the GPU operation time, busy time per GPU and the span. When
+both sides have iterations (traceql analyze --rule iterations), times and calls are per
+iteration. A row changed when Yuen's test (Welch's t-test on trimmed means) over its
+instances' durations gives a Benjamini-Hochberg q below --alpha AND the change is at least
+--min-effect percent; a key on one side only is added or removed. The verdict is regression,
+improvement or no significant change of the iteration time and GPU operation time; --gate PCT
+exits with code 7 when one of them is slower by more than PCT percent (q below --alpha).
+Tables and markdown show the changed rows; csv, tsv, json and parquet give every row.
+"""
+
+
+@cli.command(help=DIFF_HELP)
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
+              help="table for people, markdown for a pull request; csv, tsv, json, parquet: every row (ns).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@click.option("--gate", type=click.FloatRange(min=0), default=None, metavar="PCT",
+              help="Exit with code 7 when iteration time or GPU operation time is slower by more than PCT "
+                   "percent, beyond the noise (q below --alpha).")
+@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.01,
+              show_default=True, metavar="Q", help="False discovery rate: a change needs a Benjamini-Hochberg q below it.")
+@click.option("--min-effect", "min_effect", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              metavar="PCT", help="Smallest change, in percent, called a change (the run-to-run drift that one "
+                                  "trace per side cannot measure).")
+@click.option("--trim", type=click.FloatRange(min=0, max=0.5, max_open=True), default=0.2, show_default=True,
+              metavar="FRACTION", help="Fraction of the shortest and of the longest instances trimmed from each key's mean "
+                   "(0: Welch's t-test on plain means).")
+@click.option("--per-iteration/--no-per-iteration", "per_iteration", default=None,
+              help="Times and calls per iteration [default: when both sides have iterations].")
+@click.option("--kernel-key", type=click.Choice(["name", "short_name"]), default="name", show_default=True,
+              help="Align kernels by demangled name or by short name (template arguments and parameters left out).")
+@click.option("--section", "sections", multiple=True, metavar="NAME",
+              type=click.Choice(["total", "kernel", "op", "range", "range_gpu", "api", "memcpy", "memset"]),
+              help="Show only these sections (repeatable): total, kernel, op, range, range_gpu, api, memcpy, memset.")
+@click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Tables and markdown: at most N rows per section.")
+@click.option("--all", "show_all", is_flag=True, help="Tables and markdown: unchanged rows too.")
+@wide_option
+@click.pass_obj
+def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_iteration, kernel_key, sections,
+         limit, show_all):
+    from .diff import GATE_EXIT, write_text
+    from .diff import diff as compare_runs
+
+    check_output(output)
+    progress = for_stderr()  # bars on a terminal only, while trace files are ingested
+    try:
+        result = compare_runs(a, b, obj.db, alpha=alpha, min_effect_pct=min_effect, per_iteration=per_iteration,
+                               kernel_key=kernel_key, trim=trim, progress=progress, on_wait=say_wait)
+    finally:
+        if progress:
+            progress.close()
+    if fmt in ("table", "markdown"):
+        def write(fh, width=None):
+            write_text(result, fh, fmt, width=width, limit=limit, sections=list(sections) or None,
+                                show_all=show_all)
+
+        if output is None:
+            from .render import terminal_width
+
+            write(sys.stdout, None if fmt == "markdown" else terminal_width(sys.stdout, wide()))
+        else:
+            with open(output, "w", encoding="utf-8", newline="") as fh:
+                write(fh)
+    else:
+        table = result.rows
+        if sections:
+            import pyarrow.compute as pc
+
+            table = table.filter(pc.is_in(table.column("section"), value_set=pa_strings(sections)))
+        if fmt == "json":
+            from .render import _json_value
+
+            text = json.dumps({"summary": result.summary(), "rows": table.to_pylist()}, default=_json_value,
+                              indent=1) + "\n"
+            if output is None:
+                click.echo(text, nl=False)
+            else:
+                Path(output).write_text(text, encoding="utf-8")
+        else:
+            emit(table, fmt, output)
+    if gate is not None:
+        failed = result.gate(gate)
+        if failed:
+            what = ", ".join(f"{r['key']} {r['delta_pct']:+.2f}%" for r in failed)
+            per = " per iteration" if result.per_iteration else ""
+            click.echo(f"traceql: diff: {what}{per}: slower by more than --gate {gate:g}% beyond the noise",
+                       err=True)
+            sys.stdout.flush()
+            sys.exit(GATE_EXIT)
+
+
+def pa_strings(values):
+    import pyarrow as pa
+
+    return pa.array(list(values), pa.string())
+
+
+
 @cli.command()
 @click.option("--by", "by", type=click.Choice(["range", "kernel", "op"]), default="range", show_default=True,
               help="range: CPU, kernel and memcpy time per NVTX range name; kernel: GPU time per kernel; "

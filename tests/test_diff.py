@@ -1,0 +1,330 @@
+"""traceql diff on generated before/after pairs with exactly known changes (fixtures/gen_diff.py):
+a trace against itself, the injected change (one kernel 20 % slower, one added, one removed, plus
+noise) found exactly, the same run in three formats, the CLI (formats, gate, sides, errors), and
+the statistics checked against the generator's own durations."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import duckdb
+import pytest
+
+import traceql
+from fixtures.gen_diff import ADDED, KERNELS, REMOVED, SLOWER, generate
+from traceql.diff import COLUMNS, GATE_EXIT
+
+from .test_diff_stats import _yuen_by_hand, t_tail_by_integration
+from .util import REPO, trace_file
+
+STEPS_A, STEPS_B = 40, 36
+
+
+def run(*args, env=None, timeout=300):
+    """traceql as a child process; subprocess.run kills it when the timeout expires."""
+    return subprocess.run([sys.executable, "-m", "traceql", *map(str, args)], capture_output=True, text=True,
+                          cwd=REPO, timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """The run before (seed 1, 40 steps) and after the change (seed 2, 36 steps) in three formats,
+    their facts, and one workspace holding them: traces 1 nsys before, 2 nsys after, 3 nvprof
+    before, 4 Kineto before, 5 nvprof after, 6 Kineto after."""
+    tmp = tmp_path_factory.mktemp("diff")
+    files, facts = {}, {}
+    for name, fmt, seed, steps, change, ext in (
+            ("nsys_a", "nsys", 1, STEPS_A, False, "sqlite"), ("nsys_b", "nsys", 2, STEPS_B, True, "sqlite"),
+            ("nvprof_a", "nvprof", 1, STEPS_A, False, "sqlite"), ("kineto_a", "kineto", 1, STEPS_A, False, "json"),
+            ("nvprof_b", "nvprof", 2, STEPS_B, True, "sqlite"),
+            ("kineto_b", "kineto", 2, STEPS_B, True, "json.gz")):
+        files[name] = tmp / f"{name}.{ext}"
+        facts[name] = generate(files[name], fmt=fmt, seed=seed, steps=steps, change=change)
+    db = tmp / "ws.duckdb"
+    traceql.ingest([files[n] for n in ("nsys_a", "nsys_b", "nvprof_a", "kineto_a", "nvprof_b", "kineto_b")], db=db)
+    return {"dir": tmp, "files": files, "facts": facts, "db": db}
+
+
+def by_key(d, section):
+    return {r["key"]: r for r in d.rows.to_pylist() if r["section"] == section}
+
+
+def own_trimmed(values, trim=0.2):
+    v = sorted(values)
+    g = int(trim * len(v))
+    return sum(v[g:len(v) - g]) / (len(v) - 2 * g)
+
+
+# ------------------------------------------------------------------------------ must show
+
+def test_trace_against_itself(pair):
+    """The same file on both sides (ingested once) and a copy of it (two traces): nothing changed,
+    every delta 0, exit 0 even with --gate 0."""
+    src = pair["files"]["nsys_a"]
+    copy = pair["dir"] / "copy_of_a.sqlite"
+    shutil.copyfile(src, copy)
+    for other in (src, copy):
+        proc = run("diff", src, other, "--format", "csv", "--gate", "0")
+        assert proc.returncode == 0, proc.stderr
+        rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+        assert {r["section"] for r in rows} == {"total", "kernel", "range", "range_gpu", "api", "memcpy"}
+        assert {r["verdict"] for r in rows} == {"unchanged"}
+        assert all(float(r["delta_ns"] or 0) == 0 for r in rows)
+    d = traceql.diff(1, 1, db=pair["db"])
+    assert d.verdict == "no significant change" and not d.changed() and not d.gate(0)
+
+
+def test_injected_change_found_exactly(pair):
+    d = traceql.diff(1, 2, db=pair["db"])
+    assert d.per_iteration and d.a["iterations"] == STEPS_A and d.b["iterations"] == STEPS_B
+    assert d.a["iteration_source"] == "ProfilerStep"
+    kernels = by_key(d, "kernel")
+    assert {k: r["verdict"] for k, r in kernels.items() if r["changed"]} == {
+        SLOWER: "slower", ADDED: "added", REMOVED: "removed"}
+    assert {r["verdict"] for k, r in kernels.items() if k not in (SLOWER, ADDED, REMOVED)} == {"unchanged"}
+    assert len(kernels) == len(KERNELS)
+    assert 15 < kernels[SLOWER]["tmean_delta_pct"] < 25  # 20 % injected, plus noise
+    # the headline: per step +12 + 40 - 20 us of about 400 us of GPU time
+    total = by_key(d, "total")
+    assert d.verdict == "regression"
+    assert total["GPU operations"]["verdict"] == total["iteration time"]["verdict"] == "slower"
+    assert 5 < total["GPU operations"]["delta_pct"] < 10 and 5 < total["iteration time"]["delta_pct"] < 10
+    assert total["copies"]["verdict"] == "unchanged"
+    assert [r["key"] for r in d.gate(5)] == ["iteration time", "GPU operations"] and d.gate(10) == []
+
+
+def test_statistics_equal_an_independent_computation(pair):
+    """Every kernel row's counts, sums, per-step times and trimmed means from the generator's own
+    durations; the slower kernel's t, df and p recomputed from them."""
+    d = traceql.diff(1, 2, db=pair["db"])
+    fa, fb = pair["facts"]["nsys_a"]["durations"], pair["facts"]["nsys_b"]["durations"]
+    for name, r in by_key(d, "kernel").items():
+        a, b = fa.get(name, []), fb.get(name, [])
+        assert (r["calls_a"] or 0, r["calls_b"] or 0) == (len(a), len(b))
+        assert (r["total_a_ns"] or 0, r["total_b_ns"] or 0) == (sum(a), sum(b))
+        assert r["delta_ns"] == pytest.approx(sum(b) / STEPS_B - sum(a) / STEPS_A)
+        if a:
+            assert r["time_a_ns"] == pytest.approx(sum(a) / STEPS_A) and r["tmean_a_ns"] == pytest.approx(own_trimmed(a))
+        if a and b:
+            t, df = _yuen_by_hand(a, b, 0.2)
+            assert r["t"] == pytest.approx(t, rel=1e-9) and r["df"] == pytest.approx(df, rel=1e-9)
+            assert r["p_value"] == pytest.approx(t_tail_by_integration(t, df), rel=1e-6, abs=1e-300)
+    tested = sorted((r["p_value"], r["q_value"]) for r in by_key(d, "kernel").values() if r["p_value"] is not None)
+    m = len(tested)
+    assert [q for _, q in tested] == pytest.approx(
+        [min(1.0, min(p * m / (j + 1) for j, (p, _) in enumerate(tested) if j >= i)) for i in range(m)])
+
+
+def test_without_trimming_the_warm_up_hides_the_change(pair):
+    """With plain means (Welch's test, trim 0) the warm-up step hides the 20 % slower kernel."""
+    d = traceql.diff(1, 2, db=pair["db"], trim=0)
+    slower = by_key(d, "kernel")[SLOWER]
+    assert slower["verdict"] == "unchanged" and slower["q_value"] > 0.01
+
+
+def test_noise_alone_changes_nothing(pair):
+    """The same run with other noise (seed 3, 36 steps): no row of any section changed."""
+    other = pair["dir"] / "noise.sqlite"
+    generate(other, fmt="nsys", seed=3, steps=STEPS_B)
+    d = traceql.diff(pair["files"]["nsys_a"], other)
+    assert d.verdict == "no significant change"
+    assert d.changed() == [], [(r["section"], r["key"], r["verdict"]) for r in d.changed()]
+
+
+def test_per_iteration_normalization(pair):
+    """Runs of 40 and 36 steps: per step nothing but the change moved; as whole traces every
+    unchanged kernel has 10 % fewer calls."""
+    d = traceql.diff(1, 2, db=pair["db"], per_iteration=False)
+    assert not d.per_iteration
+    relu = by_key(d, "kernel")[KERNELS["relu"][0]]
+    assert relu["verdict"] == "fewer calls" and relu["calls_delta_pct"] == pytest.approx(-10.0)
+    short = pair["dir"] / "short.sqlite"  # 2 steps: no iterations
+    generate(short, fmt="nsys", seed=4, steps=2)
+    assert not traceql.diff(short, pair["files"]["nsys_a"]).per_iteration
+    with pytest.raises(traceql.UsageError, match="no iterations detected in A"):
+        traceql.diff(short, pair["files"]["nsys_a"], per_iteration=True)
+
+
+# ------------------------------------------------------------------------------ formats
+
+@pytest.mark.parametrize("a, b", [(1, 3), (1, 4), (3, 4)])
+def test_the_same_run_in_three_formats(pair, a, b):
+    """nsys, nvprof and Kineto files of one run: every row aligns and nothing moved."""
+    d = traceql.diff(a, b, db=pair["db"])
+    assert {r["verdict"] for r in d.rows.to_pylist()} == {"unchanged"}
+    for section in ("kernel", "range", "range_gpu", "api", "memcpy", "total"):
+        assert by_key(d, section), section
+        for r in by_key(d, section).values():
+            assert r["delta_ns"] == pytest.approx(0, abs=1e-6), (section, r["key"])
+            assert (r["tmean_a_ns"] is None) == (r["tmean_b_ns"] is None)
+            if r["tmean_a_ns"] is not None:
+                assert r["tmean_a_ns"] == pytest.approx(r["tmean_b_ns"], rel=1e-12)
+
+
+@pytest.mark.parametrize("a, b", [(1, 6), (3, 2), (4, 5)])
+def test_injected_change_across_formats(pair, a, b):
+    d = traceql.diff(a, b, db=pair["db"])
+    assert {k: r["verdict"] for k, r in by_key(d, "kernel").items() if r["changed"]} == {
+        SLOWER: "slower", ADDED: "added", REMOVED: "removed"}
+    ref = traceql.diff(1, 2, db=pair["db"])
+    assert by_key(d, "kernel")[SLOWER]["t"] == pytest.approx(by_key(ref, "kernel")[SLOWER]["t"], rel=1e-9)
+    assert d.verdict == "regression"
+
+
+def test_cli_gate_and_formats(pair):
+    a, b = pair["files"]["nsys_a"], pair["files"]["nsys_b"]
+    proc = run("diff", a, b, "--gate", "5")
+    assert proc.returncode == GATE_EXIT, proc.stderr
+    assert proc.stderr.startswith("traceql: diff: iteration time +") and "per iteration: slower by more than " \
+                                                                         "--gate 5%" in proc.stderr
+    assert run("diff", a, b, "--gate", "10").returncode == 0
+
+    doc = json.loads(run("diff", a, b, "--format", "json").stdout)
+    assert doc["summary"]["verdict"] == "regression" and doc["summary"]["a"]["iterations"] == STEPS_A
+    assert [h["key"] for h in doc["summary"]["headline"]] == ["iteration time", "GPU operations"]
+    assert {r["key"] for r in doc["rows"] if r["section"] == "kernel" and r["changed"]} == {SLOWER, ADDED, REMOVED}
+
+    rows = list(csv.DictReader(io.StringIO(run("diff", a, b, "--format", "csv", "--section", "kernel").stdout)))
+    assert len(rows) == len(KERNELS) and list(rows[0]) == [c for c, _, _ in COLUMNS]
+
+    out = pair["dir"] / "diff.parquet"
+    assert run("diff", a, b, "--format", "parquet", "-o", out).returncode == 0
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(out)
+    assert t.num_rows == len(traceql.diff(1, 2, db=pair["db"]).rows)
+    assert json.loads(t.schema.metadata[b"traceql.diff"])["verdict"] == "regression"
+
+    md = run("diff", a, b, "--format", "markdown").stdout
+    assert md.startswith("## traceql diff: regression\n")
+    assert "### Kernels, per iteration: 3 of 8 changed (1 added, 1 removed, 1 slower)" not in md  # 9 keys in all
+    head = "### Kernels, per iteration: 3 of 9 changed (1 added, 1 removed, 1 slower)\n\n"
+    table = md.split(head)[1].split("\n\n")[0].splitlines()
+    assert table[0] == "| verdict | calls A | calls B | tmean A | tmean B | Δtmean | Δtime | q | kernel |"
+    assert [line.split(" | ")[-1] for line in table[2:]] == [f"`{ADDED}` |", f"`{REMOVED}` |", f"`{SLOWER}` |"]
+
+
+def test_cli_table_fits_80_columns(pair):
+    proc = run("diff", pair["files"]["nsys_a"], pair["files"]["nsys_b"], env={"COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert lines[0].startswith("A (before): ") and any(line.startswith("Verdict: regression: ") for line in lines)
+    assert "Kernels, per iteration: 3 of 9 changed (1 added, 1 removed, 1 slower)" in lines
+    assert any(line.startswith("slower   void gemm_kernel<float, 64>(float const*, float*, int)") for line in lines)
+    wide = run("diff", pair["files"]["nsys_a"], pair["files"]["nsys_b"], "--all", "--section", "kernel").stdout
+    assert wide.count("unchanged") == 6 and "Totals" not in wide
+
+
+def test_sides_ids_workspaces_and_files_agree(pair, tmp_path):
+    ws_a, ws_b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    traceql.ingest([pair["files"]["nsys_a"]], db=ws_a)
+    traceql.ingest([pair["files"]["nsys_b"]], db=ws_b)
+    ref = traceql.diff(1, 2, db=pair["db"]).rows.to_pylist()
+    for a, b in ((ws_a, ws_b), (pair["files"]["nsys_a"], ws_b), (str(pair["files"]["nsys_a"]), "2")):
+        rows = traceql.diff(a, b, db=pair["db"]).rows.to_pylist()
+        assert [(r["section"], r["key"], r["verdict"], r["calls_a"], r["calls_b"]) for r in rows] == \
+               [(r["section"], r["key"], r["verdict"], r["calls_a"], r["calls_b"]) for r in ref]
+        for r, s in zip(rows, ref):
+            for c in ("delta_ns", "p_value"):
+                assert (r[c] is None and s[c] is None) or r[c] == pytest.approx(s[c], rel=1e-9)
+
+
+def test_errors(pair, tmp_path):
+    db = pair["db"]
+    with pytest.raises(traceql.UsageError, match="--trace 99: no such trace"):
+        traceql.diff(99, 1, db=db)
+    proc = run("--db", db, "diff", 1, tmp_path / "missing.sqlite")
+    assert proc.returncode == 3 and "missing.sqlite: no such file (nor a trace id of the workspace)" in proc.stderr
+    proc = run("--db", db, "diff", tmp_path, 1)
+    assert proc.returncode == 3 and "is a directory, not a trace file or a workspace" in proc.stderr
+    stale = tmp_path / "stale.duckdb"
+    shutil.copyfile(db, stale)
+    con = duckdb.connect(str(stale))
+    con.execute("UPDATE workspace_version SET contract_version = contract_version - 1")
+    con.close()
+    proc = run("diff", stale, 1, "--db", db)
+    assert proc.returncode == 6 and "run 'traceql --db" in proc.stderr
+    bad = tmp_path / "junk.sqlite"
+    bad.write_text("not a trace")
+    proc = run("--db", db, "diff", 1, bad)
+    assert proc.returncode == 3 and "junk.sqlite" in proc.stderr
+
+
+def test_temporary_workspace_is_removed(pair, tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = run("diff", pair["files"]["nsys_a"], pair["files"]["kineto_b"], env={"TMPDIR": str(tmp)})
+    assert proc.returncode == 0, proc.stderr
+    assert list(tmp.iterdir()) == []
+
+
+def test_kernel_key_short_name(pair):
+    d = traceql.diff(1, 2, db=pair["db"], kernel_key="short_name")
+    kernels = by_key(d, "kernel")
+    assert kernels["gemm_kernel"]["calls_a"] == 2 * STEPS_A  # gemm_kernel<float, 128> and <float, 64>
+    assert {k: r["verdict"] for k, r in kernels.items() if r["changed"]} == {"bias_add_kernel": "added",
+                                                                            "reduce_grad_kernel": "removed"}
+
+
+def test_arrow_stream(pair):
+    import pyarrow as pa
+
+    d = traceql.diff(1, 2, db=pair["db"])
+    assert pa.table(d).equals(d.rows)
+    assert json.loads(d.rows.schema.metadata[b"traceql.diff"])["a"]["traces"][0]["trace_id"] == 1
+
+
+# ------------------------------------------------------------------------------ PyTorch ops, real traces
+
+def test_pytorch_ops_align_and_noise_changes_nothing(tmp_path):
+    """gen_torch's model with two seeds: ops by name and direction on both sides, nothing changed."""
+    from fixtures.gen_torch import generate as torch_run
+
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    torch_run(a, kernels=3000, seed=0)
+    torch_run(b, kernels=3000, seed=1)
+    d = traceql.diff(a, b)
+    ops = by_key(d, "op")
+    assert {"aten::addmm (forward)", "aten::mm (backward)", "aten::relu (forward)",
+            "aten::threshold_backward (backward)"} <= set(ops)
+    assert d.changed() == [], [(r["section"], r["key"], r["verdict"]) for r in d.changed()]
+
+
+def _sqlite_kernel_stats(path):
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return {name: (n, total, lo, hi) for name, n, total, lo, hi in con.execute(
+            "SELECT s.value, count(*), sum(k.end - k.start), min(k.end - k.start), max(k.end - k.start) "
+            "FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value")}
+    finally:
+        con.close()
+
+
+def test_real_nsys_trace_against_itself():
+    src = trace_file("cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite")
+    d = traceql.diff(src, src)
+    assert d.verdict == "no significant change" and d.changed() == []
+    assert {r["verdict"] for r in d.rows.to_pylist()} == {"unchanged"}
+    want = _sqlite_kernel_stats(src)
+    got = {k: (r["calls_a"], r["total_a_ns"]) for k, r in by_key(d, "kernel").items()}
+    assert got == {k: v[:2] for k, v in want.items()}
+    assert d.a["iterations"] == 10 and d.a["iteration_source"] == "nvtx"
+
+
+def test_real_kineto_trace_against_itself():
+    src = trace_file("kineto-hta-ddp-v100-rank0/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    proc = run("diff", src, src, "--format", "json", "--gate", "0")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["rows"]
+    assert {r["verdict"] for r in rows} == {"unchanged"} and any(r["section"] == "op" for r in rows)
+    assert all(math.isclose(r["delta_ns"] or 0, 0, abs_tol=1e-6) for r in rows)
