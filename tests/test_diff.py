@@ -179,47 +179,50 @@ def test_injected_change_across_formats(pair, a, b):
 
 
 def test_cli_gate_and_formats(pair):
+    """The gate end to end on the files; the formats on the workspace's traces 1 and 2 (the same
+    pair, ingested once)."""
     a, b = pair["files"]["nsys_a"], pair["files"]["nsys_b"]
     proc = run("diff", a, b, "--gate", "5")
-    assert proc.returncode == GATE_EXIT, proc.stderr
+    assert proc.returncode == GATE_EXIT == 7, proc.stderr
     assert proc.stderr.startswith("traceql: diff: iteration time +") and "per iteration: slower by more than " \
                                                                          "--gate 5%" in proc.stderr
-    assert run("diff", a, b, "--gate", "10").returncode == 0
+    assert "Verdict: regression: " in proc.stdout  # the output is printed before the gate fails
+    ids = ("--db", pair["db"], "diff", 1, 2)
+    assert run(*ids, "--gate", "10").returncode == 0
 
-    doc = json.loads(run("diff", a, b, "--format", "json").stdout)
+    doc = json.loads(run(*ids, "--format", "json").stdout)
     assert doc["summary"]["verdict"] == "regression" and doc["summary"]["a"]["iterations"] == STEPS_A
     assert [h["key"] for h in doc["summary"]["headline"]] == ["iteration time", "GPU operations"]
     assert {r["key"] for r in doc["rows"] if r["section"] == "kernel" and r["changed"]} == {SLOWER, ADDED, REMOVED}
 
-    rows = list(csv.DictReader(io.StringIO(run("diff", a, b, "--format", "csv", "--section", "kernel").stdout)))
+    rows = list(csv.DictReader(io.StringIO(run(*ids, "--format", "csv", "--section", "kernel").stdout)))
     assert len(rows) == len(KERNELS) and list(rows[0]) == [c for c, _, _ in COLUMNS]
 
     out = pair["dir"] / "diff.parquet"
-    assert run("diff", a, b, "--format", "parquet", "-o", out).returncode == 0
+    assert run(*ids, "--format", "parquet", "-o", out).returncode == 0
     import pyarrow.parquet as pq
 
     t = pq.read_table(out)
     assert t.num_rows == len(traceql.diff(1, 2, db=pair["db"]).rows)
     assert json.loads(t.schema.metadata[b"traceql.diff"])["verdict"] == "regression"
 
-    md = run("diff", a, b, "--format", "markdown").stdout
+    md = run(*ids, "--format", "markdown").stdout
     assert md.startswith("## traceql diff: regression\n")
-    assert "### Kernels, per iteration: 3 of 8 changed (1 added, 1 removed, 1 slower)" not in md  # 9 keys in all
-    head = "### Kernels, per iteration: 3 of 9 changed (1 added, 1 removed, 1 slower)\n\n"
+    head = "### Kernels, time per iteration: 3 of 9 changed (1 added, 1 removed, 1 slower)\n\n"
     table = md.split(head)[1].split("\n\n")[0].splitlines()
     assert table[0] == "| verdict | calls A | calls B | tmean A | tmean B | Δtmean | Δtime | q | kernel |"
     assert [line.split(" | ")[-1] for line in table[2:]] == [f"`{ADDED}` |", f"`{REMOVED}` |", f"`{SLOWER}` |"]
 
 
 def test_cli_table_fits_80_columns(pair):
-    proc = run("diff", pair["files"]["nsys_a"], pair["files"]["nsys_b"], env={"COLUMNS": "80"})
+    proc = run("--db", pair["db"], "diff", 1, 2, env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert max(len(line) for line in lines) <= 80
+    assert max(len(line) for line in lines) <= 80 and lines[1].startswith("  ")  # the long side line wrapped
     assert lines[0].startswith("A (before): ") and any(line.startswith("Verdict: regression: ") for line in lines)
-    assert "Kernels, per iteration: 3 of 9 changed (1 added, 1 removed, 1 slower)" in lines
+    assert "Kernels, time per iteration: 3 of 9 changed (1 added, 1 removed, 1 slower)" in lines
     assert any(line.startswith("slower   void gemm_kernel<float, 64>(float const*, float*, int)") for line in lines)
-    wide = run("diff", pair["files"]["nsys_a"], pair["files"]["nsys_b"], "--all", "--section", "kernel").stdout
+    wide = run("--db", pair["db"], "diff", 1, 2, "--all", "--section", "kernel").stdout
     assert wide.count("unchanged") == 6 and "Totals" not in wide
 
 
@@ -328,3 +331,26 @@ def test_real_kineto_trace_against_itself():
     rows = json.loads(proc.stdout)["rows"]
     assert {r["verdict"] for r in rows} == {"unchanged"} and any(r["section"] == "op" for r in rows)
     assert all(math.isclose(r["delta_ns"] or 0, 0, abs_tol=1e-6) for r in rows)
+
+
+def test_reversed_pair_is_an_improvement_the_gate_passes(pair):
+    d = traceql.diff(2, 1, db=pair["db"])
+    assert d.verdict == "improvement" and d.gate(0) == []
+    assert {k: r["verdict"] for k, r in by_key(d, "kernel").items() if r["changed"]} == {
+        SLOWER: "faster", ADDED: "removed", REMOVED: "added"}
+
+
+def test_one_gpu_on_each_side_aligns_across_device_ids():
+    """Rank 0 on GPU 0 against rank 1 on GPU 1: one 'GPU 0 / GPU 1 busy' row, not a removed and an
+    added one; with two GPUs on a side the ids stay apart."""
+    from traceql.diff import _align_devices
+
+    row = {"calls": 1, "total_ns": 5}
+    a = {("total", "GPU 0 busy"): row, ("total", "GPU 0 compute"): row, ("kernel", "GPU 0 busy"): row}
+    b = {("total", "GPU 1 busy"): row, ("total", "GPU 1 compute"): row}
+    ra, rb = _align_devices(a, b)
+    assert set(ra) == {("total", "GPU 0 / GPU 1 busy"), ("total", "GPU 0 / GPU 1 compute"), ("kernel", "GPU 0 busy")}
+    assert set(rb) == {("total", "GPU 0 / GPU 1 busy"), ("total", "GPU 0 / GPU 1 compute")}
+    two = {**b, ("total", "GPU 2 busy"): row}
+    assert _align_devices(a, two) == (a, two)
+    assert _align_devices(a, a) == (a, a)

@@ -225,7 +225,7 @@ def compare(a: SideStats, b: SideStats, alpha: float = DEFAULT_ALPHA,
                          "says why)")
     norm = both if per_iteration is None else bool(per_iteration)
     ia, ib = (a.iterations, b.iterations) if norm else (1, 1)
-    ra_all, rb_all = dict(a.rows), dict(b.rows)
+    ra_all, rb_all = _align_devices(dict(a.rows), dict(b.rows))
     for s, rows in ((a, ra_all), (b, rb_all)):
         it = _iteration_row(s, trim)
         if it is not None and both:
@@ -242,6 +242,30 @@ def compare(a: SideStats, b: SideStats, alpha: float = DEFAULT_ALPHA,
         r["verdict"] = _verdict(r, alpha, min_effect_pct)
         r["changed"] = r["verdict"] in CHANGED
     return rows, norm
+
+
+_DEVICE_ROW = re.compile(r"GPU (\S+) (busy|compute|exposed communication|memory only)")
+
+
+def _align_devices(ra: dict, rb: dict) -> tuple[dict, dict]:
+    """Each side on one GPU, but not the same (another rank, CUDA_VISIBLE_DEVICES): their GPU rows
+    align as 'GPU 0 / GPU 1 busy' (A's id, B's id) instead of one removed and one added."""
+    def ids(rows):
+        return {m.group(1) for section, key in rows if section == "total" and (m := _DEVICE_ROW.fullmatch(key))}
+
+    ia, ib = ids(ra), ids(rb)
+    if len(ia) != 1 or len(ib) != 1 or ia == ib:
+        return ra, rb
+    both = f"GPU {next(iter(ia))} / GPU {next(iter(ib))}"
+
+    def renamed(rows):
+        out = {}
+        for (section, key), row in rows.items():
+            m = _DEVICE_ROW.fullmatch(key) if section == "total" else None
+            out[(section, f"{both} {m.group(2)}" if m else key)] = row
+        return out
+
+    return renamed(ra), renamed(rb)
 
 
 def _row(section: str, key: str, ra: dict | None, rb: dict | None, ia: int, ib: int, trim: float) -> dict:
@@ -529,7 +553,7 @@ def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit
 
     md = fmt == "markdown"
     rows = d.rows.to_pylist()
-    per = ", per iteration" if d.per_iteration else ""
+    per = ", time per iteration" if d.per_iteration else ""
     if md:
         out.write(f"## traceql diff: {d.verdict}\n\n")
         out.write(f"- A (before): {_side_text(d.a)}\n- B (after): {_side_text(d.b)}\n\n")
@@ -550,7 +574,7 @@ def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit
             shown = mine if show_all else changed
             counts = _counts(mine)
             title = (f"{TITLES[section]}{per}: {len(changed)} of {len(mine):,} changed ({counts})" if changed
-                     else f"{TITLES[section]}{per}: {len(mine):,}, none changed")
+                     else f"{TITLES[section]}{per}: none of {len(mine):,} changed")
         more = max(0, len(shown) - limit) if section != "total" else 0
         shown = shown if section == "total" else shown[:limit]
         out.write(f"\n### {title}\n\n" if md else "\n" + _wrapped(title, width) + "\n")
