@@ -46,12 +46,15 @@ SLOWDOWN = 1.2
 # NVTX range of one iteration, cut before)
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
 H100 = "nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite"
+RESNET = "kineto-tbplugin-resnet50-2021/worker0.pt.trace.json.gz"
 PAIRS = [
     ("cs336 halves", CS336, "halves", False, ("Benchmark Forward Only", "Forward")),
     ("cs336 halves, one kernel +20 %", CS336, "halves", True, ("Benchmark Forward Only", "Forward")),
     ("h100 rank 0 vs rank 1", H100, "ranks", False, None),
     ("h100 rank 0 vs rank 1, one kernel +20 %", H100, "ranks", True, None),
     ("h100 halves (two phases)", H100, "halves", False, None),
+    ("resnet50 Kineto halves", RESNET, "kineto-halves", False, None),
+    ("resnet50 Kineto halves, one kernel +20 %", RESNET, "kineto-halves", True, None),
 ]
 
 
@@ -151,6 +154,11 @@ def make_pair(name: str, rel: str, how: str, slower: bool, arg, out: Path) -> di
     stem = f"{name.split()[0]}-{how}{'-slower' if slower else ''}"
     a, b = out / f"{stem}-a.sqlite", out / f"{stem}-b.sqlite"
     info = {"pair": name, "source": rel, "how": how}
+    if how == "kineto-halves":
+        a, b = a.with_suffix("").with_suffix(".json.gz"), b.with_suffix("").with_suffix(".json.gz")
+        info.update(kineto_halves(src, a, b, slower))
+        info["a"], info["b"] = str(a), str(b)
+        return info
     if how == "halves":
         lo, mid, hi = _window(src, *(arg or (None, None)))
         cut(src, a, lo, mid)
@@ -167,6 +175,59 @@ def make_pair(name: str, rel: str, how: str, slower: bool, arg, out: Path) -> di
     if slower:
         info["slowed"] = slow_down(b)
     info["a"], info["b"] = str(a), str(b)
+    return info
+
+
+def kineto_halves(src: Path, a: Path, b: Path, slower: bool) -> dict:
+    """A PyTorch profiler trace cut at the ProfilerStep nearest its middle: A the steps before, B
+    those after (events by their start, GPU work by its launching call's; metadata on both sides). slower: one kernel of B (the
+    median total time among those with 10 or more instances) 20 % longer."""
+    import gzip
+
+    with gzip.open(src, "rt", encoding="utf-8") as fh:
+        doc = json.load(fh)
+    events = doc["traceEvents"]
+    steps = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
+                   if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X")
+    lo, hi, mid = steps[0][0], steps[-1][1], steps[len(steps) // 2][0]
+    timed = [e for e in events if e.get("ph") != "M" and "ts" in e]
+    meta = [e for e in events if e.get("ph") == "M" or "ts" not in e]
+    # GPU work goes with the call that launched it (the GPU runs behind: a step's last kernels start
+    # after the next step began), flows with their correlation id; everything else by its start.
+    # GPU work without its launching call in the steps is left out (resnet50's first step holds 708
+    # kernels launched before the profiler started)
+    side = {}
+    for e in timed:
+        if str(e.get("cat", "")).lower() in ("runtime", "cuda_runtime", "cuda_driver"):
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None and lo <= float(e["ts"]) < hi:
+                side[corr] = float(e["ts"]) >= mid
+
+    def in_b(e):
+        corr = (e.get("args") or {}).get("correlation") if e.get("ph") == "X" else e.get("id")
+        if str(e.get("cat", "")).lower() not in ("runtime", "cuda_runtime", "cuda_driver") and corr in side:
+            return side[corr]
+        return float(e["ts"]) >= mid
+
+    gpu = ("kernel", "memcpy", "memset", "gpu_memcpy", "gpu_memset")
+    timed = [e for e in timed if ((e.get("args") or {}).get("correlation") in side if str(e.get("cat", "")).lower()
+                                  in gpu else lo <= float(e["ts"]) < hi)]
+    halves = [[e for e in timed if not in_b(e)], [e for e in timed if in_b(e)]]
+    info = {"steps": [sum(1 for s in steps if s[0] < mid), sum(1 for s in steps if s[0] >= mid)]}
+    if slower:
+        totals: dict = {}
+        for e in halves[1]:
+            if str(e.get("cat")).lower() == "kernel":
+                n, t = totals.get(e["name"], (0, 0.0))
+                totals[e["name"]] = (n + 1, t + float(e["dur"]))
+        names = sorted((t, name) for name, (n, t) in totals.items() if n >= 10)
+        info["slowed"] = names[len(names) // 2][1]
+        for e in halves[1]:
+            if str(e.get("cat")).lower() == "kernel" and e["name"] == info["slowed"]:
+                e["dur"] = round(float(e["dur"]) * SLOWDOWN, 3)
+    for path, part in ((a, halves[0]), (b, halves[1])):
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            json.dump({**doc, "traceEvents": part + meta}, fh)
     return info
 
 
@@ -187,7 +248,7 @@ def run_traceql(a: Path, b: Path) -> dict:
     out["rows"] = len(rows)
     out["changed"] = [[r["section"], r["key"], r["verdict"],
                        None if r["delta_pct"] is None else round(r["delta_pct"], 1),
-                       None if r["tmean_delta_pct"] is None else round(r["tmean_delta_pct"], 1)]
+                       None if r["effect_pct"] is None else round(r["effect_pct"], 1), r["q_value"]]
                       for r in rows if r["changed"]]
     out["untested"] = sum(1 for r in rows if r["verdict"] == "untested")
     return out
@@ -218,6 +279,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, default=DATA / "diff_pairs.json")
     ap.add_argument("--no-nsys-ai", action="store_true")
+    ap.add_argument("--only", metavar="WORD", default=None, help="only the pairs whose name contains WORD")
     ap.add_argument("--nsys-ai-data", type=Path, default=DATA, metavar="DIR",
                     help="the folder holding nsysai-venv and nsysai-home (`make bench` makes them in bench/data)")
     a = ap.parse_args(argv)
@@ -228,12 +290,15 @@ def main(argv=None) -> int:
         n.problem = "skipped (--no-nsys-ai)"
     results = []
     for name, rel, how, slower, arg in PAIRS:
+        if a.only and a.only not in name:
+            continue
         if not (TRACES / rel).exists():
             print(f"{name}: {rel} not found, skipped", file=sys.stderr)
             continue
         info = make_pair(name, rel, how, slower, arg, out)
         info["traceql"] = run_traceql(Path(info["a"]), Path(info["b"]))
-        info["nsys-ai"] = run_nsysai(n, Path(info["a"]), Path(info["b"]))
+        info["nsys-ai"] = (run_nsysai(n, Path(info["a"]), Path(info["b"])) if how != "kineto-halves"
+                           else {"problem": "reads no PyTorch profiler traces"})
         results.append(info)
         t = info["traceql"]
         print(f"{name}: traceql {t.get('verdict', t.get('problem'))}, {len(t.get('changed', []))} rows changed, "

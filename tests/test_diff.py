@@ -210,7 +210,7 @@ def test_cli_gate_and_formats(pair):
     assert md.startswith("## traceql diff: regression\n")
     head = "### Kernels, time per iteration: 3 of 9 changed (1 added, 1 removed, 1 slower)\n\n"
     table = md.split(head)[1].split("\n\n")[0].splitlines()
-    assert table[0] == "| verdict | calls A | calls B | tmean A | tmean B | Δtmean | Δtime | q | kernel |"
+    assert table[0] == "| verdict | calls A | calls B | tmean A | tmean B | Δ% | Δtime | q | kernel |"
     assert [line.split(" | ")[-1] for line in table[2:]] == [f"`{ADDED}` |", f"`{REMOVED}` |", f"`{SLOWER}` |"]
 
 
@@ -269,12 +269,29 @@ def test_temporary_workspace_is_removed(pair, tmp_path):
     assert list(tmp.iterdir()) == []
 
 
-def test_kernel_key_short_name(pair):
+def test_kernel_key_short_name_compares_within_launch_configurations(pair):
+    """By short name, gemm_kernel<float, 128> (100 us) and gemm_kernel<float, 64> (60 us, 72 us
+    after) share the row 'gemm_kernel': pooled, the 20 % of the smaller one drowns in the spread
+    between the two; compared within each launch configuration (the two grids) it is found, with
+    the weighted change recomputed here from the generator's durations."""
     d = traceql.diff(1, 2, db=pair["db"], kernel_key="short_name")
     kernels = by_key(d, "kernel")
-    assert kernels["gemm_kernel"]["calls_a"] == 2 * STEPS_A  # gemm_kernel<float, 128> and <float, 64>
-    assert {k: r["verdict"] for k, r in kernels.items() if r["changed"]} == {"bias_add_kernel": "added",
-                                                                            "reduce_grad_kernel": "removed"}
+    gemm = kernels["gemm_kernel"]
+    assert gemm["calls_a"] == 2 * STEPS_A and gemm["strata"] == 2  # gemm_kernel<float, 128> and <float, 64>
+    assert {k: r["verdict"] for k, r in kernels.items() if r["changed"]} == {
+        "gemm_kernel": "slower", "bias_add_kernel": "added", "reduce_grad_kernel": "removed"}
+    fa, fb = pair["facts"]["nsys_a"]["durations"], pair["facts"]["nsys_b"]["durations"]
+    big, small = KERNELS["gemm128"][0], KERNELS["gemm64"][0]
+    w = {k: len(fa[k]) / (2 * STEPS_A) + len(fb[k]) / (2 * STEPS_B) for k in (big, small)}
+    want = 100 * sum(w[k] * (own_trimmed(fb[k]) - own_trimmed(fa[k])) for k in w) / sum(
+        w[k] * own_trimmed(fa[k]) for k in w)
+    assert gemm["effect_pct"] == pytest.approx(want, rel=1e-9) and 5 < want < 10
+    pooled = own_trimmed(fa[big] + fa[small]), own_trimmed(fb[big] + fb[small])
+    assert gemm["tmean_a_ns"] == pytest.approx(pooled[0]) and gemm["tmean_b_ns"] == pytest.approx(pooled[1])
+    from traceql.stats import trimmed, yuen
+
+    _, _, p_pooled = yuen(*trimmed(fa[big] + fa[small], 0.2), *trimmed(fb[big] + fb[small], 0.2), 0.2)
+    assert p_pooled > 0.01 > 1e-4 > gemm["p_value"]  # pooled, no change would be called
 
 
 def test_arrow_stream(pair):
@@ -354,3 +371,20 @@ def test_one_gpu_on_each_side_aligns_across_device_ids():
     two = {**b, ("total", "GPU 2 busy"): row}
     assert _align_devices(a, two) == (a, two)
     assert _align_devices(a, a) == (a, a)
+
+
+def test_side_query_joins_are_linear(pair):
+    """queries/diff/side.sql runs on whole workspaces: every join a hash join on equality keys
+    (test_join_plans' checker), in the workspace of six traces of three formats."""
+    from traceql import library
+
+    from .test_join_plans import _bad_joins, _operators
+
+    q = library.get("diff/side")
+    with traceql.open(pair["db"]) as ws:
+        for params in ({"trace_id": None, "kernel_key": "name", "trim": 0.2},
+                       {"trace_id": 4, "kernel_key": "short_name", "trim": 0.0}):
+            plan = ws.execute("EXPLAIN (FORMAT json) " + q.sql, library.bind(q, params)).fetchall()
+            ops = [op for _, p in plan for tree in json.loads(p) for op in _operators(tree)]
+            assert [name for name, _ in ops].count("HASH_JOIN") >= 4
+            assert _bad_joins(ops) == []

@@ -10,7 +10,7 @@ from random import Random
 
 import pytest
 
-from traceql.stats import benjamini_hochberg, betainc, t_two_sided, trimmed, welch, yuen, z_test
+from traceql.stats import benjamini_hochberg, betainc, t_two_sided, trimmed, welch, yuen, yuen_stratified, z_test
 
 
 def t_tail_by_integration(t: float, df: float, steps: int = 20_000) -> float:
@@ -145,3 +145,64 @@ def test_benjamini_hochberg_matches_its_definition():
     want = [min(1.0, min(ranked[j] * m / (j + 1) for j in range(m) if ranked[j] >= p)) for p in ps]
     assert benjamini_hochberg(ps) == pytest.approx(want, rel=1e-12)
     assert benjamini_hochberg([]) == []
+
+
+def _stratified_by_hand(strata, trim):
+    """sum_s w_s (tm2 - tm1) over sqrt(sum_s w_s^2 (d1 + d2)), from the raw samples; w_s = the
+    stratum's share of calls on each side, added."""
+    n1 = sum(len(x) for x, _ in strata)
+    n2 = sum(len(y) for _, y in strata)
+    num = se2 = den = base = 0.0
+    for x, y in strata:
+        w = len(x) / n1 + len(y) / n2
+        parts = []
+        for v in (x, y):
+            v = sorted(v)
+            n = len(v)
+            g = int(trim * n)
+            h = n - 2 * g
+            wins = [v[g]] * g + v[g:n - g] + [v[n - g - 1]] * g
+            parts.append((sum(v[g:n - g]) / h, (n - 1) * statistics.variance(wins) / (h * (h - 1)), h))
+        (m1, d1, h1), (m2, d2, h2) = parts
+        num += w * (m2 - m1)
+        base += w * m1
+        se2 += w * w * (d1 + d2)
+        den += w ** 4 * (d1 * d1 / (h1 - 1) + d2 * d2 / (h2 - 1))
+    return num / math.sqrt(se2), se2 * se2 / den, 100 * num / base
+
+
+def _groups(strata, trim):
+    n1 = sum(len(x) for x, _ in strata)
+    n2 = sum(len(y) for _, y in strata)
+    return [(*trimmed(x, trim), *trimmed(y, trim), len(x) / n1 + len(y) / n2) for x, y in strata]
+
+
+def test_stratified_against_the_formula():
+    strata = [(_samples(11, 30, 20.0, 0.8), _samples(12, 27, 20.2, 0.9)),
+              (_samples(13, 12, 80.0, 2.5, outliers=1), _samples(14, 15, 96.0, 3.0)),
+              (_samples(15, 8, 50.0, 1.5), _samples(16, 6, 50.5, 1.2))]
+    t, df, p, effect = yuen_stratified(_groups(strata, 0.2), 0.2)
+    t0, df0, effect0 = _stratified_by_hand(strata, 0.2)
+    assert t == pytest.approx(t0, rel=1e-12) and df == pytest.approx(df0, rel=1e-12)
+    assert effect == pytest.approx(effect0, rel=1e-12)
+    assert p == pytest.approx(t_tail_by_integration(t0, df0), rel=1e-6, abs=1e-30)
+
+
+def test_one_stratum_is_yuens_test():
+    x, y = _samples(17, 40, 60.0, 3.0, outliers=1), _samples(18, 36, 66.0, 3.3)
+    t, df, p, effect = yuen_stratified(_groups([(x, y)], 0.2), 0.2)
+    assert (t, df, p) == yuen(*trimmed(x, 0.2), *trimmed(y, 0.2), 0.2)
+    assert effect == pytest.approx(100 * (trimmed(y, 0.2)[1] / trimmed(x, 0.2)[1] - 1), rel=1e-12)
+
+
+def test_strata_see_a_change_the_spread_between_them_hides():
+    """One kernel name at three shapes (20, 80 and 50 us): the middle one 20 % slower is lost in
+    the pooled spread and found within the strata."""
+    strata = [(_samples(21, 40, 20.0, 0.6), _samples(22, 40, 20.0, 0.6)),
+              (_samples(23, 40, 80.0, 2.4), _samples(24, 40, 96.0, 2.9)),
+              (_samples(25, 40, 50.0, 1.5), _samples(26, 40, 50.0, 1.5))]
+    pooled = yuen(*trimmed([v for x, _ in strata for v in x], 0.2), *trimmed([v for _, y in strata for v in y], 0.2),
+                  0.2)
+    t, df, p, effect = yuen_stratified(_groups(strata, 0.2), 0.2)
+    assert pooled[2] > 0.01 and p < 1e-12
+    assert effect == pytest.approx(100 * 16 / 150, abs=1.0)  # +16 us of 20 + 80 + 50

@@ -738,7 +738,7 @@ or a workspace file (all its traces make one side), e.g.
 
 \b
   traceql diff before.sqlite after.sqlite
-  traceql diff 1 2                                (two traces of the workspace)
+  traceql diff 1 2                 (two traces of the workspace)
   traceql diff base.duckdb trace.json.gz --format markdown --gate 5
 
 Rows align kernels by name, PyTorch ops by name and direction, NVTX ranges by path (CPU time,
@@ -747,7 +747,8 @@ totals are the iteration time, the GPU operation time, busy time per GPU and the
 both sides have iterations (traceql analyze --rule iterations), times and calls are per
 iteration. A row changed when Yuen's test (Welch's t-test on trimmed means) over its
 instances' durations gives a Benjamini-Hochberg q below --alpha AND the change is at least
---min-effect percent; a key on one side only is added or removed. The verdict is regression,
+--min-effect percent; a key on one side only is added or removed. Kernels, ops, copies and
+memsets are compared within launch configuration, input sizes or byte count (Δ%). The verdict is regression,
 improvement or no significant change of the iteration time and GPU operation time; --gate PCT
 exits with code 7 when one of them is slower by more than PCT percent (q below --alpha).
 Tables and markdown show the changed rows; csv, tsv, json and parquet give every row.

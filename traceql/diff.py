@@ -25,6 +25,11 @@ Statistics, per row present on both sides (compare(); the formulas are in traceq
   a change (with raw means, one 3x warm-up call among 40 hid a 20 % slowdown: q = 0.25) and from
   making one; trim 0 gives the plain Welch's test. With one instance on one side the other side's
   variance stands for both; with one on each side there is no noise estimate ('untested').
+  Kernels, op calls, copies and memsets are tested within strata (launch configuration, input
+  sizes and dtypes, bytes: queries/diff/side.sql), the strata both sides have combined, each
+  weighted by its share of the key's calls on the two sides (stats.yuen_stratified): one name
+  at several shapes varies far more across shapes than run to run, and pooled, a slowdown of
+  one shape would drown in that spread. effect_pct is that weighted change.
 - totals (GPU operations, kernels, copies, memsets): the summed time per iteration, compared by a
   z-test whose variance is the sum over their keys of n times the winsorized variance (instances
   independent, counts as observed).
@@ -32,8 +37,8 @@ Statistics, per row present on both sides (compare(); the formulas are in traceq
 - GPU busy time, its breakdown and the span are one number per side: no noise estimate, 'untested'
   when they moved by the minimum effect or more.
 The p-values of a section are adjusted by Benjamini-Hochberg (q, the false discovery rate among
-its rows). A row changed when q < alpha (default 0.01) AND its relative change (of the trimmed mean
-for instance rows, of the time per iteration for totals) is at least min_effect_pct (default 5 %):
+its rows). A row changed when q < alpha (default 0.01) AND its relative change (effect_pct: of the
+trimmed mean, within strata, for instance rows; of the time per iteration for totals) is at least min_effect_pct (default 5 %):
 the instances of one trace cannot show the drift of clocks, temperature and placement between two
 runs, so a significant change smaller than that is not called one. Calls per iteration that moved
 by min_effect_pct or more, with an unchanged trimmed mean, make 'more calls' / 'fewer calls'. A key
@@ -58,7 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError, UsageError
-from .stats import benjamini_hochberg, trimmed, yuen, z_test
+from .stats import benjamini_hochberg, trimmed, yuen, yuen_stratified, z_test
 
 GATE_EXIT = 7  # exit code of `traceql diff --gate PCT` when the gate fails
 DEFAULT_ALPHA = 0.01
@@ -94,6 +99,7 @@ class SideStats:
     iteration_durs: list = field(default_factory=list)
     iteration_source: str | None = None
     iteration_family: str | None = None
+    strata: dict = field(default_factory=dict)  # (section, key) -> {stratum: row}: like-for-like groups
 
     def info(self) -> dict:
         return {"spec": self.side.spec, "kind": self.side.kind,
@@ -140,7 +146,12 @@ def _side_stats(ws, side: Side, kernel_key: str, trim: float) -> SideStats:
     table = tidy(ws.execute(q.sql, library.bind(q, {"trace_id": side.trace_id, "kernel_key": kernel_key,
                                                                  "trim": trim}))
                  .to_arrow_table())
-    rows = {(r["section"], r["key"]): r for r in table.to_pylist()}
+    rows, strata = {}, {}
+    for r in table.to_pylist():
+        if r["stratum"] is None:
+            rows[(r["section"], r["key"])] = r
+        else:
+            strata.setdefault((r["section"], r["key"]), {})[r["stratum"]] = r
     traces = ws.execute(
         "SELECT trace_id, path, source_format, exporter_version FROM trace WHERE ? IS NULL OR trace_id = ? "
         "ORDER BY trace_id", [side.trace_id, side.trace_id]).to_arrow_table().to_pylist()
@@ -152,7 +163,7 @@ def _side_stats(ws, side: Side, kernel_key: str, trim: float) -> SideStats:
         counts[k] = counts.get(k, 0) + 1
     top = max(counts, key=lambda k: (counts[k], str(k))) if counts else None
     return SideStats(side, rows, traces, counts[top] if top else None, [r["dur_ns"] for r in its],
-                     its[0]["source"] if its else None, top[3] if top else None)
+                     its[0]["source"] if its else None, top[3] if top else None, strata)
 
 
 def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, progress=None,
@@ -233,7 +244,8 @@ def compare(a: SideStats, b: SideStats, alpha: float = DEFAULT_ALPHA,
     rows = []
     for section, key in sorted(set(ra_all) | set(rb_all), key=lambda k: (SECTIONS.index(k[0]), k[1])):
         ra, rb = ra_all.get((section, key)), rb_all.get((section, key))
-        rows.append(_row(section, key, ra, rb, ia, ib, trim))
+        rows.append(_row(section, key, ra, rb, ia, ib, trim, a.strata.get((section, key)),
+                         b.strata.get((section, key))))
     for section in SECTIONS:
         tested = [r for r in rows if r["section"] == section and r["p_value"] is not None]
         for r, q in zip(tested, benjamini_hochberg([r["p_value"] for r in tested])):
@@ -268,7 +280,21 @@ def _align_devices(ra: dict, rb: dict) -> tuple[dict, dict]:
     return renamed(ra), renamed(rb)
 
 
-def _row(section: str, key: str, ra: dict | None, rb: dict | None, ia: int, ib: int, trim: float) -> dict:
+def _stratified(sa: dict | None, sb: dict | None, trim: float):
+    """Yuen's test within the strata both sides have (yuen_stratified), each weighted by its share
+    of the key's calls on the two sides: (t, df, p, effect in percent), or None when no stratum is
+    common to both sides with a noise estimate (then the key's instances are compared as one)."""
+    if not sa or not sb:
+        return None
+    na, nb = sum(r["calls"] for r in sa.values()), sum(r["calls"] for r in sb.values())
+    groups = [(sa[s]["calls"], sa[s]["tmean_ns"], sa[s]["wvar_ns"], sb[s]["calls"], sb[s]["tmean_ns"], sb[s]["wvar_ns"],
+               sa[s]["calls"] / na + sb[s]["calls"] / nb)
+              for s in sorted(set(sa) & set(sb)) if sa[s]["calls"] > 1 or sb[s]["calls"] > 1]
+    return yuen_stratified(groups, trim) if groups else None
+
+
+def _row(section: str, key: str, ra: dict | None, rb: dict | None, ia: int, ib: int, trim: float,
+         sa: dict | None = None, sb: dict | None = None) -> dict:
     kind = _kind(section, key)
     g = (lambda r, k: None if r is None else r.get(k))
     calls_a, calls_b = g(ra, "calls"), g(rb, "calls")
@@ -281,15 +307,19 @@ def _row(section: str, key: str, ra: dict | None, rb: dict | None, ia: int, ib: 
     else:
         time_a = None if total_a is None else total_a / ia
         time_b = None if total_b is None else total_b / ib
+    pct = (lambda x, y: None if x is None or y is None or x == 0 else 100.0 * (y - x) / x)
     t = df = p = None
+    effect = pct(tmean_a, tmean_b) if kind in ("instances", "iteration") else pct(time_a, time_b)
     if ra is not None and rb is not None:
-        if kind in ("instances", "iteration") and calls_a and calls_b:
+        by_stratum = _stratified(sa, sb, trim) if kind == "instances" else None
+        if by_stratum is not None:
+            t, df, p, effect = by_stratum
+        elif kind in ("instances", "iteration") and calls_a and calls_b:
             t, df, p = yuen(calls_a, tmean_a, g(ra, "wvar_ns"), calls_b, tmean_b, g(rb, "wvar_ns"), trim)
         elif kind == "sum":
             tv_a, tv_b = g(ra, "total_var"), g(rb, "total_var")
             var = None if tv_a is None or tv_b is None else tv_a / ia ** 2 + tv_b / ib ** 2
             t, df, p = z_test(time_b - time_a, var)
-    pct = (lambda x, y: None if x is None or y is None or x == 0 else 100.0 * (y - x) / x)
     per_a = None if calls_a is None else calls_a / ia
     per_b = None if calls_b is None else calls_b / ib
     sd = (lambda v: None if v is None else math.sqrt(v))
@@ -302,7 +332,8 @@ def _row(section: str, key: str, ra: dict | None, rb: dict | None, ia: int, ib: 
         "mean_a_ns": mean_a, "mean_b_ns": mean_b, "tmean_a_ns": tmean_a, "tmean_b_ns": tmean_b,
         "med_a_ns": g(ra, "med_ns"), "med_b_ns": g(rb, "med_ns"), "stddev_a_ns": sd(var_a), "stddev_b_ns": sd(var_b),
         "mean_delta_pct": pct(mean_a, mean_b), "tmean_delta_pct": pct(tmean_a, tmean_b),
-        "calls_delta_pct": pct(per_a, per_b),
+        "calls_delta_pct": pct(per_a, per_b), "effect_pct": effect,
+        "strata": len(set(sa or ()) | set(sb or ())) or None,
         "t": t, "df": df, "p_value": p, "q_value": None,
         "present_a": ra is not None and (kind == "single" or bool(calls_a)),
         "present_b": rb is not None and (kind == "single" or bool(calls_b)),
@@ -316,7 +347,7 @@ def _verdict(r: dict, alpha: float, min_effect: float) -> str:
         return "added"
     if not r["present_a"]:
         return "unchanged"
-    effect = r["tmean_delta_pct"] if r["kind"] == "instances" else r["delta_pct"]
+    effect = r["effect_pct"]
     big = effect is not None and abs(effect) >= min_effect
     if r["q_value"] is not None and r["q_value"] < alpha and big:
         return "slower" if effect > 0 else "faster"
@@ -349,7 +380,13 @@ COLUMNS = [  # name, Arrow type, description (README and `traceql diff --help` r
     ("tmean_a_ns", "float64", "trimmed mean instance duration on side A (the trim shortest and longest left out): "
                               "what the test compares"),
     ("tmean_b_ns", "float64", "trimmed mean instance duration on side B"),
-    ("tmean_delta_pct", "float64", "change of the trimmed mean in percent: the effect of the instance rows"),
+    ("tmean_delta_pct", "float64", "change of the trimmed mean in percent"),
+    ("effect_pct", "float64", "the change the verdict reads, in percent: for kernels, op calls, copies and memsets "
+                              "the change of the trimmed mean within each stratum (launch configuration, input sizes, "
+                              "bytes) both sides have, weighted by its share of calls; for other instance rows and "
+                              "the iteration time the change of the trimmed mean; for totals delta_pct"),
+    ("strata", "int64", "kernels, op calls, copies, memsets: the strata of the key on either side (launch "
+                        "configurations, input sizes and dtypes, byte counts)"),
     ("calls_delta_pct", "float64", "change of the calls (per iteration when per_iteration) in percent"),
     ("med_a_ns", "float64", "median instance duration on side A"),
     ("med_b_ns", "float64", "median instance duration on side B"),
@@ -357,8 +394,8 @@ COLUMNS = [  # name, Arrow type, description (README and `traceql diff --help` r
     ("stddev_b_ns", "float64", "on side B"),
     ("total_a_ns", "int64", "side A's summed time, whole trace(s)"),
     ("total_b_ns", "int64", "side B's summed time, whole trace(s)"),
-    ("t", "float64", "Yuen's t on trimmed means (Welch's with trim 0; z for the summed totals); NULL when untested or "
-                     "infinite (no spread)"),
+    ("t", "float64", "Yuen's t on trimmed means (Welch's with trim 0; within strata, combined, for rows with strata; "
+                     "z for the summed totals); NULL when untested or infinite (no spread)"),
     ("df", "float64", "Welch-Satterthwaite degrees of freedom (of the trimmed samples); NULL for a z-test or when "
                       "infinite"),
     ("p_value", "float64", "two-sided p-value; NULL when untested"),
@@ -495,9 +532,9 @@ def verdict_text(d: Diff) -> str:
 
 
 _TOTAL_COLUMNS = [("verdict", "verdict"), ("A", "time_a_ns"), ("B", "time_b_ns"), ("Δ", "delta_ns"),
-                  ("Δ%", "delta_pct"), ("q", "q_value"), ("metric", "key")]
+                  ("Δ%", "effect_pct"), ("q", "q_value"), ("metric", "key")]
 _ROW_COLUMNS = [("verdict", "verdict"), ("calls A", "calls_a"), ("calls B", "calls_b"), ("tmean A", "tmean_a_ns"),
-                ("tmean B", "tmean_b_ns"), ("Δtmean", "tmean_delta_pct"), ("Δtime", "delta_ns"), ("q", "q_value")]
+                ("tmean B", "tmean_b_ns"), ("Δ%", "effect_pct"), ("Δtime", "delta_ns"), ("q", "q_value")]
 _KEY_NAMES = {"kernel": "kernel", "op": "op", "range": "path", "range_gpu": "path", "api": "call", "memcpy": "kind",
               "memset": "kind"}
 

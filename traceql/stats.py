@@ -1,5 +1,6 @@
 """Statistics of `traceql diff`, in plain Python (no numpy or scipy): Student's t distribution,
-Yuen's and Welch's tests, trimmed means with winsorized variances, and Benjamini-Hochberg q-values.
+Yuen's and Welch's tests (also within strata, combined), trimmed means with winsorized variances,
+and Benjamini-Hochberg q-values.
 
 Yuen's test (Yuen 1974; Wilcox, Introduction to Robust Estimation and Hypothesis Testing) is
 Welch's t-test on trimmed means: of n instances the g = floor(trim * n) shortest and g longest are
@@ -80,6 +81,45 @@ def yuen(n1: int, tm1: float, wv1: float | None, n2: int, tm2: float, wv2: float
         df = se2 * se2 / den if den > 0 else None
     t = diff / math.sqrt(se2)
     return t, df, t_two_sided(t, df)
+
+
+def _side_d(n: int, wv: float, trim: float) -> tuple[float, int]:
+    """A side's contribution to the squared standard error of Yuen's test, and its h."""
+    h = n - 2 * math.floor(trim * n)
+    return ((n - 1) * wv / (h * (h - 1)) if h > 1 else wv / n), h
+
+
+def yuen_stratified(groups, trim: float = 0.2):
+    """Yuen's test within strata, combined: GROUPS holds (n1, tm1, wv1, n2, tm2, wv2, w) per stratum
+    (trimmed means and winsorized variances of the stratum's instances on each side, and its weight
+    w). The estimate is D = sum w (tm2 - tm1), its squared standard error S = sum w^2 (d1 + d2) with
+    yuen()'s d per side, t = D / sqrt(S), and Welch-Satterthwaite degrees of freedom S^2 /
+    sum w^4 (d1^2 / (h1 - 1) + d2^2 / (h2 - 1)). A side with one instance takes the other's
+    variance (and its h for the degrees of freedom). One stratum is yuen(). Returns (t, df, p, effect) with effect
+    = 100 D / sum w tm1, the weighted change in percent; t, df None where infinite."""
+    if len(groups) == 1:
+        n1, tm1, wv1, n2, tm2, wv2, _ = groups[0]
+        return (*yuen(n1, tm1, wv1, n2, tm2, wv2, trim), 100.0 * (tm2 - tm1) / tm1 if tm1 else None)
+    num = base = se2 = den = 0.0
+    for n1, tm1, wv1, n2, tm2, wv2, w in groups:
+        wv1 = wv2 if n1 < 2 else (wv1 or 0.0)
+        wv2 = wv1 if n2 < 2 else (wv2 or 0.0)
+        d1, h1 = _side_d(n1, wv1, trim)
+        d2, h2 = _side_d(n2, wv2, trim)
+        if n1 < 2:
+            h1 = h2
+        if n2 < 2:
+            h2 = h1
+        num += w * (tm2 - tm1)
+        base += w * tm1
+        se2 += w * w * (d1 + d2)
+        den += w ** 4 * ((d1 * d1 / (h1 - 1) if h1 > 1 else 0.0) + (d2 * d2 / (h2 - 1) if h2 > 1 else 0.0))
+    effect = 100.0 * num / base if base else None
+    if se2 <= 0.0:
+        return (0.0, None, 1.0, effect) if num == 0 else (None, None, 0.0, effect)
+    t = num / math.sqrt(se2)
+    df = se2 * se2 / den if den > 0 else None
+    return t, df, t_two_sided(t, df), effect
 
 
 def welch(n1: int, m1: float, v1: float | None, n2: int, m2: float, v2: float | None):
