@@ -614,9 +614,11 @@ def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit
                      else f"{TITLES[section]}{per}: none of {len(mine):,} changed")
         more = max(0, len(shown) - limit) if section != "total" else 0
         shown = shown if section == "total" else shown[:limit]
-        out.write(f"\n### {title}\n\n" if md else "\n" + _wrapped(title, width) + "\n")
+        out.write(f"\n### {title}\n" if md else "\n" + _wrapped(title, width) + "\n")
         if not shown:
             continue
+        if md:
+            out.write("\n")
         table = _display(shown, section, md)
         if md:
             render(table, "markdown", out)
