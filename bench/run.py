@@ -511,7 +511,7 @@ def measure_traceql_cli(db: Path, runs: int, budget: float) -> dict:
             return p
 
         results, best = best_of(once, runs, budget)
-        out[op] = dict(secs=best.secs, runs=len(results), rss_mb=max(r.rss_mb for r in results), load=best.load)
+        out[op] = dict(secs=best.secs, cpu=best.cpu, runs=len(results), rss_mb=max(r.rss_mb for r in results), load=best.load)
     return out
 
 
@@ -621,7 +621,7 @@ def measure_nsysai(n: NsysAi, src: Path, data: Path, runs: int, budget: float, t
     out: dict = dict(version=n.version, duckdb=n.duckdb)
     # warm: build the Parquet cache and the NVTX kernel map (its analogue of ingest), cold.
     p = run_child([str(n.exe), "warm", str(path)], env=n.env(), timeout=timeout, cwd=data)
-    prep = dict(secs=p.secs, rss_mb=p.rss_mb, load=p.load)
+    prep = dict(secs=p.secs, cpu=p.cpu, rss_mb=p.rss_mb, load=p.load)
     if p.rc != 0:
         prep["problem"] = _failure(p)
     m = re.search(r"base tables:.*?in ([\d.]+)s", p.out)
@@ -644,7 +644,8 @@ def measure_nsysai(n: NsysAi, src: Path, data: Path, runs: int, budget: float, t
         if best.secs is None:
             cli[op] = dict(problem=_failure(best), load=best.load)
         else:
-            cli[op] = dict(secs=best.secs, runs=len(results), rss_mb=max(r.rss_mb for r in results), load=best.load)
+            cli[op] = dict(secs=best.secs, cpu=best.cpu, runs=len(results), rss_mb=max(r.rss_mb for r in results),
+                           load=best.load)
     out["cli"] = cli
     q = run_child([str(n.python), str(INPROC_NSYSAI), str(path), "--runs", str(runs), "--budget", str(budget)],
                   env=n.env(), timeout=timeout * 3, cwd=data)
@@ -862,6 +863,21 @@ def render(results: list[dict], meta: dict) -> str:
         add(f"| {r['name']} | {fs(f['secs'])} | {fs(i['secs'])} | {fx(i['secs'], f['secs'])} | {i['rss_mb']:.0f} "
             f"| {i['db_mb']:.0f} | {warm} | {warm_rss} | {fx(prep['secs'], i['secs']) if ok else '—'} "
             f"| {f['load']:.2f} / {i['load']:.2f} / {warm_load} |")
+    add("")
+    add("The same runs in CPU seconds (user + system of the process and its threads; wall time follows "
+        "the load of other jobs on the machine, CPU time barely does). The floor is one thread; traceql and "
+        "nsys-ai use DuckDB's threads (two here).")
+    add("")
+    add("| input | floor CPU (s) | traceql ingest CPU (s) | CPU ÷ floor | nsys-ai warm CPU (s) | nsys-ai ÷ traceql (CPU) |")
+    add("|---|---:|---:|---:|---:|---:|")
+    for r in results:
+        i, f = r["ingest"], r["floor"]
+        prep = (r.get("nsysai") or {}).get("prepare") or {}
+        ok = prep.get("cpu") is not None and "problem" not in prep
+        if i.get("cpu") is None or f.get("cpu") is None:
+            continue  # figures of a run before CPU time was recorded
+        add(f"| {r['name']} | {fs(f['cpu'])} | {fs(i['cpu'])} | {fx(i['cpu'], f['cpu'])} "
+            f"| {fs(prep['cpu']) if ok else '—'} | {fx(prep['cpu'], i['cpu']) if ok else '—'} |")
     add("")
     add("## Reports")
     add("")
