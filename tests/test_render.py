@@ -135,9 +135,11 @@ def test_shortening_helpers():
     assert shorten_distinct(["same " * 20, "same " * 20], 30)[0] == shorten_middle("same " * 20, 30)
 
 
-def test_streams_a_million_rows_with_bounded_memory():
-    """A 1 M-row result as a RecordBatchReader: printed chunk by chunk, never held whole."""
-    rows, batch = 1_000_000, 50_000
+def test_streams_rows_with_bounded_memory():
+    """A 200,000-row result as a RecordBatchReader: printed chunk by chunk, never held whole.
+    Its peak of Python memory is under 1 MB; the same rows held as Python objects take 58 MB.
+    (1 M rows proved the same in 4x the time: 17 s of the suite, most of it tracemalloc's.)"""
+    rows, batch = 200_000, 10_000
 
     def batches():
         for start in range(0, rows, batch):
@@ -159,7 +161,7 @@ def test_streams_a_million_rows_with_bounded_memory():
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert out.lines == rows + 3  # header, rule, rows, footer
-    assert peak < 40e6, peak  # Python objects of one chunk at a time (2,000 rows), not of a million rows
+    assert peak < 5e6, peak  # Python objects of one chunk at a time (2,000 rows), not of 200,000 rows
 
 
 def test_numbers_for_people():
