@@ -8,6 +8,7 @@
 -- column altseq: other seq numbers of the enclosing ops, joined by ',' (kernel_op.altseq)
 -- column tid: thread of the launching call (launch.tid)
 -- column layer: 'layer:' NVTX names around the launch (for backward kernels: around the forward op), joined by ':'
+-- column trace: the code behind the kernel, PyProf's 'trace': the user's frames of its call stack (op_stack, call_stack.is_user: library frames left out as PyProf does), outermost first, joined by ' > '; a backward kernel has its forward op's (PyProf leaves it empty); NULL when no stack is known or none of its frames is the user's
 -- column dir: 'forward' or 'backward'; NULL outside every PyTorch op
 -- column sub: index of the kernel within its op call (kernel_op.call_index)
 -- column mod: module of the PyProf marker of the call (e.g. 'torch.nn.functional'); NULL without one
@@ -24,6 +25,7 @@
 -- column block: block size 'x,y,z'
 -- column flops: FLOPs of the costed call on its longest kernel, 0 on its others, NULL without a formula (kernel_op.flops)
 -- column bytes: DRAM bytes, likewise (kernel_op.bytes)
+-- column stack_id: the kernel's call stack (op_stack.stack_id; its frames: call_stack), whichever source it comes from (PyProf trace marker, PyTorch profiler Python stack, CUDA backtrace)
 -- label sil: Sil
 -- label range_pct: Range(%) of its GPU time
 WITH input AS (
@@ -31,11 +33,17 @@ WITH input AS (
     FROM kernel
     WHERE ($trace_id IS NULL OR trace_id = $trace_id)
       AND /* where */ TRUE
+),
+stacks AS (
+    SELECT trace_id, stack_id, string_agg(frame, ' > ' ORDER BY level) FILTER (WHERE is_user) AS trace
+    FROM call_stack
+    WHERE $trace_id IS NULL OR trace_id = $trace_id
+    GROUP BY trace_id, stack_id
 )
 SELECT
     CASE WHEN $per_trace THEN k.trace_id END AS trace_id,
     row_number() OVER (PARTITION BY CASE WHEN $per_trace THEN k.trace_id END ORDER BY k.trace_id, k.ts, k.kernel_id) AS idx,
-    o.seq, o.altseq, l.tid, o.layer, o.direction AS dir, o.call_index AS sub,
+    o.seq, o.altseq, l.tid, o.layer, sk.trace, o.direction AS dir, o.call_index AS sub,
     m.module AS mod,
     CASE WHEN o.direction = 'backward' THEN coalesce(f.name, c.name)
          ELSE coalesce(c.name, m.name) END AS op,
@@ -45,7 +53,7 @@ SELECT
     k.device_id AS device, k.stream_id AS stream,
     concat_ws(',', k.grid_x, k.grid_y, k.grid_z) AS grid,
     concat_ws(',', k.block_x, k.block_y, k.block_z) AS block,
-    o.flops, o.bytes
+    o.flops, o.bytes, st.stack_id
 FROM input k
 LEFT JOIN kernel_op o ON o.trace_id = k.trace_id AND o.kernel_id = k.kernel_id
 LEFT JOIN launch l ON l.trace_id = k.trace_id AND l.op_id = k.kernel_id
@@ -53,4 +61,6 @@ LEFT JOIN torch_op c ON c.trace_id = o.trace_id AND c.range_id = o.op_range_id
 LEFT JOIN torch_op f ON f.trace_id = o.trace_id AND f.range_id = o.fwd_range_id AND o.direction = 'backward'
 LEFT JOIN torch_op n ON n.trace_id = o.trace_id AND n.range_id = o.node_range_id
 LEFT JOIN torch_op m ON m.trace_id = o.trace_id AND m.range_id = o.marker_range_id
+LEFT JOIN op_stack st ON st.trace_id = k.trace_id AND st.op_id = k.kernel_id
+LEFT JOIN stacks sk ON sk.trace_id = st.trace_id AND sk.stack_id = st.stack_id
 ORDER BY k.trace_id, k.ts, k.kernel_id;

@@ -432,9 +432,10 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
 
 
 @cli.command()
-@click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "perfetto"]), default="parquet",
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "perfetto", "folded"]), default="parquet",
               show_default=True, help="csv, parquet: every view as a file in the -o directory; perfetto: one "
-                                      "trace as a timeline (Chrome trace event JSON).")
+                                      "trace as a timeline (Chrome trace event JSON); folded: the kernels' GPU "
+                                      "time per call stack for flame graphs (-o FILE).")
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), required=True,
               help="Directory to write into (created if needed); with --format perfetto the file "
                    "(.json, or .json.gz compressed).")
@@ -456,7 +457,15 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrit
     --start/--end keep the events that overlap the window (whole, not clipped), so a
     large trace stays small enough to open.
     """
-    check_output(out_dir, folder=fmt != "perfetto")
+    check_output(out_dir, folder=fmt not in ("perfetto", "folded"))
+    if fmt == "folded":
+        if per_trace or start is not None or end is not None:
+            raise UsageError("--per-trace, --start and --end do not apply to --format folded (--trace ID picks a trace)")
+        with obj.open() as ws:
+            lines = ws.export_folded(out_dir, trace_id=trace_id, overwrite=overwrite)
+        click.echo(f"wrote {lines:,} {plural(lines, 'stack')} to {out_dir} (frame;frame;kernel GPU-ns per line: "
+                   "flamegraph.pl, inferno, speedscope)")
+        return
     progress = for_stderr()  # bars on a terminal only
     try:
         with obj.open() as ws:
@@ -504,11 +513,13 @@ REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one ro
 --by kernel-op  one row per kernel with its PyTorch op (PyProf's table; -c picks columns)
 --by layer   GPU work per PyProf 'layer:' NVTX annotation, forward and backward
 --by breakdown  per GPU: the trace span split into compute, exposed communication, memory, idle
+--by source  GPU time per code line behind it (PyProf trace markers, PyTorch profiler stacks,
+             CUDA backtraces): innermost frame of the user's code, or --group stack
 
 --range NAME (or --range-match WORD) keeps the work launched inside those NVTX ranges, by any
 thread of their process, each operation once, and adds range_pct, its share of the ranges' GPU
 time: the drill-down into one range (kernel, api, memcpy, memset, gpu, launch, op, kernel-op,
-layer).
+layer, source).
 
 Time statistics follow nsys stats: calls, total_ns, pct, avg_ns, med_ns, min_ns, max_ns,
 stddev_ns (sample standard deviation, n - 1). pct is the row's share of the summed time of
@@ -538,10 +549,12 @@ give times in ns; tables show readable units, or --unit.
 @click.option("--unit", type=click.Choice(list(UNITS)), default=None,
               help="Times in this unit in --format table or markdown (default: table picks a readable unit).")
 @click.option("--with-dims", is_flag=True, help="kernel: group by grid and block size too.")
-@click.option("--group", "group_by", type=click.Choice(["group", "name", "path"]), default="group", show_default=True,
+@click.option("--group", "group_by", type=click.Choice(["group", "name", "path", "frame", "stack"]), default="group",
+              show_default=True,
               help="range: group instances by operator (the name without PyTorch's per-instance ', seq = N', "
                    "', op_id = N', ', sizes = [...]' and PyProf's marker details), by full name, or by nesting "
-                   "path.")
+                   "path. source: by the innermost frame of the user's code (frame, the default) or by the "
+                   "whole stack.")
 @click.option("--depth", "max_depth", type=click.IntRange(min=1), default=None,
               help="range: keep ranges above this depth (path has at most N levels).")
 @click.option("--match", "match", multiple=True, metavar="WORD",
@@ -569,12 +582,12 @@ give times in ns; tables show readable units, or --unit.
 def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
            max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps, recompute, range_names,
            range_words):
-    for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range"),
+    for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range or source"),
                                  ("--depth", "max_depth", "range"), ("--match", "match", "range"),
                                  ("--domain", "domain", "range"), ("--with-shapes", "with_shapes", "op"),
                                  ("--level", "level", "op"), ("--peak-tflops", "peak_tflops", "op"),
                                  ("--peak-gbps", "peak_gbps", "op")):
-        if by != owner and ctx.get_parameter_source(param) != click.core.ParameterSource.DEFAULT:
+        if by not in owner.split(" or ") and ctx.get_parameter_source(param) != click.core.ParameterSource.DEFAULT:
             raise UsageError(f"{option} applies to --by {owner} only")
     check_unit(unit, fmt)
     params = {"with_dims": with_dims} if by == "kernel" else {}
@@ -582,6 +595,12 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
         params = {"group_by": group_by, "max_depth": max_depth, "match": list(match) or None, "domain": domain}
     if by == "op":
         params = {"with_shapes": with_shapes, "level": level, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
+    groupings = {"range": ("group", "name", "path"), "source": ("frame", "stack")}
+    if by in groupings and ctx.get_parameter_source("group_by") != click.core.ParameterSource.DEFAULT:
+        if group_by not in groupings[by]:
+            raise UsageError(f"--group {group_by}: --by {by} groups by {' or '.join(groupings[by])}")
+        if by == "source":
+            params = {"group_by": group_by}
     obj: Context = ctx.obj
     check_output(output)
     with obj.open() as ws:

@@ -33,6 +33,7 @@ from .lock import real_path, workspace_lock
 from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageError, WorkspaceError
 from .progress import as_progress
 from .pytorch import prepare_kernel_op
+from . import callstacks
 from .reader import stage
 from . import kineto
 from .remove import check_tables, purge_orphans
@@ -42,7 +43,7 @@ from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exis
 
 # Adapter views each layout provides, in the order they are created. A layout folder
 # (schemas/nsys/<layout>/) may override any file of schemas/nsys/common/.
-ADAPTER_FILES = ("labels", "mem_kind", "kernel", "api_call", "memcpy", "memset",
+ADAPTER_FILES = ("labels", "stacks", "mem_kind", "kernel", "api_call", "memcpy", "memset",
                  "nvtx_event", "thread", "device", "graph", "host", "stats")
 
 # Contract tables filled from an adapter view, with the id column ingest numbers in
@@ -435,9 +436,9 @@ def _drop_temp_objects(con) -> None:
 HOST_TABLES = ("sync_event", "osrt_call", "profiler_overhead", "gpu_metric")
 
 # What _fill and _ingest_one tell the progress display after the source tables are read.
-FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "graphs", "host", "nvtx_mark",
-              "nvtx_range", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
-              "device_busy", "unattributed_gpu", "diagnostics", "stored reports")
+FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "graphs", "host", "call_stack",
+              "nvtx_mark", "nvtx_range", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
+              "device_busy", "unattributed_gpu", "op_stack", "diagnostics", "stored reports")
 
 
 def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
@@ -473,6 +474,9 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
     for table in HOST_TABLES:
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
 
+    step("call_stack")  # recorded call stacks: CUDA backtraces, PyTorch profiler Python stacks (traceql.callstacks)
+    callstacks.fill(con, trace_id)
+
     step("nvtx_mark")
     con.execute(
         "INSERT INTO nvtx_mark BY NAME "
@@ -505,7 +509,7 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
 # launching calls, enclosing ranges, per-range GPU work, PyTorch ops and their kernels with FLOPs
 # and bytes (traceql/pytorch.py), GPU peaks, busy time, the unattributed totals.
 DERIVED_TABLES = ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
-                  "unattributed_gpu")
+                  "unattributed_gpu", "op_stack")
 
 
 def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
@@ -516,6 +520,8 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
         step(table)
         if table == "kernel_op":
             prepare_kernel_op(con)
+        if table == "op_stack":  # also (re)writes the PyProf stacks of call_stack
+            callstacks.prepare(con)
         con.execute(read_schema(f"derive/{table}.sql"))
         if table == "launch":  # the plain join when no two calls share a key (schemas/derive/launch.sql)
             shared = con.execute("SELECT keys FROM launch_shared_keys").fetchone()[0]

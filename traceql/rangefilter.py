@@ -44,6 +44,7 @@ REPORTS = {
     "op": ("kernel_id", "range_ops", "total_ns", "gpu_ns"),
     "kernel-op": ("kernel_id", "range_ops", "sil", "gpu_ns"),
     "layer": ("kernel_id", "range_ops", "total_ns", "gpu_ns"),
+    "source": ("op_id", "range_ops", "total_ns", "gpu_ns"),
 }
 
 SHARE = "range_pct"

@@ -35,6 +35,7 @@ REPORTS = {
     "kernel-op": ("kernel_op", {}),
     "layer": ("layer", {}),
     "breakdown": ("breakdown", {}),
+    "source": ("source", {"group_by": "frame"}),
 }
 
 

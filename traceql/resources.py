@@ -12,7 +12,7 @@ CONTRACT_TABLES = (
     "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset", "graph_exec", "graph_event",
     "sync_event", "osrt_call", "profiler_overhead", "gpu_metric",
     "nvtx_range", "nvtx_mark", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
-    "device_busy", "unattributed_gpu", "ingest_stats",
+    "device_busy", "unattributed_gpu", "call_stack", "op_stack", "ingest_stats",
 )
 CONTRACT_VIEWS = ("gpu_op",)
 
@@ -28,6 +28,7 @@ ROW_ORDER = {
     "range_gpu": "trace_id, range_id", "torch_op": "trace_id, range_id", "kernel_op": "trace_id, kernel_id",
     "device_peak": "trace_id, device_id", "device_busy": "trace_id, device_id", "unattributed_gpu": "trace_id",
     "ingest_stats": "trace_id, key", "gpu_op": "trace_id, op_id",
+    "call_stack": "trace_id, stack_id, level", "op_stack": "trace_id, op_id",
 }
 
 

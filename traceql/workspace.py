@@ -296,6 +296,14 @@ class Workspace:
         return export_perfetto(self, output, trace_id=trace_id, start=start, end=end, overwrite=overwrite,
                                progress=progress)
 
+    def export_folded(self, output: str | os.PathLike, trace_id: int | None = None, overwrite: bool = False) -> int:
+        """Write the kernels' call stacks in the folded format of flame graphs ('frame;frame;kernel
+        ns' per line, see traceql.callstacks.folded); the number of lines written."""
+        from .callstacks import write_folded
+
+        self.check_trace(trace_id)
+        return write_folded(self, output, trace_id=trace_id, overwrite=overwrite)
+
     def plot(self, by: str = "range", output: str | os.PathLike | None = None, **options):
         """A bar chart of a report as a matplotlib Figure, written to `output` (.png, .svg,
         .pdf) when given (see traceql.plot.plot for the options)."""

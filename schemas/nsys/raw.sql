@@ -32,7 +32,14 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (
 
 CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (
     start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, correlationId BIGINT,
-    nameId BIGINT, returnValue BIGINT
+    nameId BIGINT, returnValue BIGINT, callchainId BIGINT
+);
+
+-- CUDA backtraces (--cudabacktrace, schemas/nsys/common/stacks.sql): the native call stack of a
+-- CUDA call, one row per frame (stackDepth 0 = innermost), referenced by the callchainId of the
+-- call's eventClass 67 row. symbol and module are StringIds ids.
+CREATE TABLE CUDA_CALLCHAINS (
+    id BIGINT, symbol BIGINT, module BIGINT, unresolved BIGINT, originalIP BIGINT, stackDepth BIGINT
 );
 
 CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (

@@ -12,6 +12,8 @@ SELECT
     a.name                                            AS raw_name,
     CASE a.kind WHEN 'runtime' THEN 'runtime' ELSE 'driver' END AS api_kind,
     TRY_CAST(json_extract_string(a.args, '$.correlation') AS BIGINT) AS correlation_id,
-    CAST(NULL AS BIGINT)                              AS return_value
+    CAST(NULL AS BIGINT)                              AS return_value,
+    k.stack_id                                        AS stack_id   -- its Python stack (stacks.sql)
 FROM raw.kineto_typed a
+LEFT JOIN src_api_stack k ON k.src_row = a.src_row
 WHERE a.kind IN ('runtime', 'driver') AND a.ts IS NOT NULL AND a.dur IS NOT NULL;

@@ -18,8 +18,10 @@ SELECT
     CASE r.eventClass WHEN 0 THEN 'runtime' WHEN 1 THEN 'driver' WHEN 13 THEN 'egl driver'
          ELSE 'other class ' || coalesce(CAST(r.eventClass AS VARCHAR), 'NULL') END AS api_kind,
     r.correlationId                           AS correlation_id,
-    r.returnValue                             AS return_value
+    r.returnValue                             AS return_value,
+    k.stack_id                                AS stack_id   -- its CUDA backtrace (stacks.sql)
 FROM raw.CUPTI_ACTIVITY_KIND_RUNTIME r
 LEFT JOIN names s ON s.id = r.nameId
+LEFT JOIN src_api_stack k ON k.src_row = r.rowid
 WHERE r.eventClass IS DISTINCT FROM 67
   AND r.start IS NOT NULL AND r."end" IS NOT NULL;

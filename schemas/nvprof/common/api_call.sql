@@ -26,6 +26,7 @@ SELECT
     api_name                                  AS raw_name,   -- header spelling, e.g. 'cudaLaunchKernel_v7000'
     api_kind,
     correlationId                             AS correlation_id,
-    returnValue                               AS return_value
+    returnValue                               AS return_value,
+    CAST(NULL AS BIGINT)                      AS stack_id    -- nvprof records no call stacks
 FROM calls
 WHERE start IS NOT NULL AND "end" IS NOT NULL;

@@ -1,0 +1,114 @@
+"""Call stacks: the code line behind each GPU operation (PyProf's 'trace' column, and more).
+
+Three sources land in the contract table call_stack (one row per frame of each distinct
+stack), and op_stack gives each GPU operation its stack:
+
+- PyProf trace markers, "{'traceMarker': ['profile2.py:314', ...]}" NVTX ranges
+  (schemas/derive/op_stack.sql, computed from nvtx_range, so `traceql upgrade` can redo it);
+- PyTorch profiler traces recorded with with_stack=True: their python_function events
+  (schemas/kineto/common/stacks.sql, read from the source at ingest);
+- nsys CUDA backtraces (--cudabacktrace): CUDA_CALLCHAINS, one native stack per CUDA call
+  (schemas/nsys/common/stacks.sql, read from the source at ingest).
+
+api_call.stack_id links a call to its recorded (Python or native) stack.
+
+Which frames are the user's and which a library's is a rule per source, the regular
+expressions of schemas/stacks/library_frames.csv (a field 'frame' or 'module' each; '@stdlib'
+stands for Python's standard library, sys.stdlib_module_names). `prepare(con)` joins each
+source's patterns into one expression per field and sets it as a DuckDB variable
+(stack_library_<source>_<field>), so that marking frames is a scan, not a join with the
+pattern table.
+
+`folded(ws, trace_id)` gives the stacks of a trace in the folded format of flamegraph.pl,
+inferno and speedscope (`traceql export --format folded`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+from .resources import read_schema, schema_file
+
+SOURCES = ("pyprof", "python", "cuda_backtrace")
+FIELDS = ("frame", "module")
+NEVER = r"[^\s\S]"  # a regular expression that matches nothing
+# standard-library names that are also common names of a user's own script or folder
+NOT_STDLIB = {"test", "this", "antigravity", "__main__", "__future__"}
+
+
+@cache
+def library_patterns() -> dict[tuple[str, str], str]:
+    """(source, field) -> one regular expression: the alternation of the rules of
+    schemas/stacks/library_frames.csv (NEVER when a source has none for the field)."""
+    text = schema_file("stacks/library_frames.csv").read_text(encoding="utf-8")
+    parts: dict[tuple[str, str], list[str]] = {(s, f): [] for s in SOURCES for f in FIELDS}
+    for row in csv.DictReader(io.StringIO(text)):
+        key = (row["source"], row["field"])
+        if key not in parts:
+            raise RuntimeError(f"schemas/stacks/library_frames.csv: unknown source or field {key}")
+        pattern = _stdlib_pattern() if row["pattern"] == "@stdlib" else row["pattern"]
+        re.compile(pattern)  # a broken rule fails here, not inside an ingest
+        parts[key].append(f"(?:{pattern})")
+    return {k: "|".join(v) if v else NEVER for k, v in parts.items()}
+
+
+def _stdlib_pattern() -> str:
+    names = sorted(n for n in sys.stdlib_module_names if n not in NOT_STDLIB)
+    return r"^(?:" + "|".join(re.escape(n) for n in names) + r")(?:\.py$|/)"
+
+
+def prepare(con) -> None:
+    """Set the variables derive/call_stack.sql and derive/op_stack.sql read."""
+    for (source, field), pattern in library_patterns().items():
+        con.execute(f"SET VARIABLE stack_library_{source}_{field} = ?", [pattern])
+
+
+def fill(con, trace_id: int) -> None:
+    """Ingest: the source's stacks (adapter view src_call_stack) into call_stack."""
+    prepare(con)
+    con.execute("SET VARIABLE trace_id = ?", [trace_id])
+    con.execute(read_schema("derive/call_stack.sql"))
+    con.execute("INSERT INTO call_stack BY NAME SELECT * FROM derived_call_stack")
+
+
+# ------------------------------------------------------------------------------ folded stacks
+
+def folded(ws, trace_id: int | None = None) -> list[tuple[str, int]]:
+    """(line without its value, GPU time in ns) per distinct (stack, kernel) of the trace(s),
+    heaviest first: the user's frames of each kernel's stack (op_stack), outermost first, then
+    the kernel's name as the innermost frame, joined by ';'. Kernels without a stack are
+    '[no stack];<kernel>', so the values add up to the kernels' summed time. A stack without
+    user frames keeps all of its frames. Several traces: each line starts with 'trace N'."""
+    rows = ws.query("folded", trace_id=trace_id).to_pylist()  # queries/folded.sql
+    several = len({r["trace_id"] for r in rows}) > 1
+    out = []
+    for r in rows:
+        tid, frames, kernel, ns = r["trace_id"], r["frames"], r["kernel"], r["kernel_ns"]
+        parts = ([f"trace {tid}"] if several else []) + list(frames or ["[no stack]"]) + [kernel or "[unnamed]"]
+        out.append((";".join(_frame_text(p) for p in parts), int(ns)))
+    return out
+
+
+def _frame_text(frame: str) -> str:
+    """A frame as one field of a folded line: no ';' (the separator) and no line breaks."""
+    return " ".join(frame.replace(";", ",").split())
+
+
+def write_folded(ws, output, trace_id: int | None = None, overwrite: bool = False) -> int:
+    """Write the folded stacks of the trace(s) to OUTPUT; the number of lines."""
+    from .errors import UsageError
+
+    output = Path(output)
+    if output.exists() and not overwrite:
+        raise UsageError(f"{output}: exists; use --overwrite to replace it")
+    lines = folded(ws, trace_id)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "w", encoding="utf-8", newline="\n") as fh:
+        for text, ns in lines:
+            fh.write(f"{text} {ns}\n")
+    return len(lines)
