@@ -520,9 +520,10 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
         step(table)
         if table == "kernel_op":
             prepare_kernel_op(con)
+        sql = read_schema(f"derive/{table}.sql")
         if table == "op_stack":  # also (re)writes the PyProf stacks of call_stack
-            callstacks.prepare(con)
-        con.execute(read_schema(f"derive/{table}.sql"))
+            sql = callstacks.inline(sql)
+        con.execute(sql)
         if table == "launch":  # the plain join when no two calls share a key (schemas/derive/launch.sql)
             shared = con.execute("SELECT keys FROM launch_shared_keys").fetchone()[0]
             con.execute(f"INSERT INTO launch BY NAME SELECT * FROM {'derived_launch' if shared else 'derived_launch_first'}")
