@@ -159,20 +159,28 @@ cli.help = cli.help.replace("VIEWS", _views_help())
 
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--flops", "flops_plugins", multiple=True, metavar="PLUGIN",
+              help="A FLOPs plug-in: a module name or a .py file with a dict FLOPS of op names to functions "
+                   "(op, shapes, dtypes, direction) -> (flops, bytes); repeatable, before $TRACEQL_FLOPS and "
+                   "the 'traceql.flops' entry points. Its formulas win over the built-in ones for the ops it names.")
 @click.pass_obj
-def ingest(obj: Context, files):
+def ingest(obj: Context, files, flops_plugins):
     """Load profiler exports into the workspace: Nsight Systems .sqlite, nvprof .nvvp/.sql,
     PyTorch profiler (Kineto) .json.
 
     Several files are added together, all or nothing. A file that is already in the
     workspace (same absolute path) is replaced. The source files are only read.
+
+    FLOPs and bytes of PyTorch ops are computed here, by the built-in formulas and by your
+    plug-ins (--flops, $TRACEQL_FLOPS; README, "Custom FLOPs"): ingest a file again to apply
+    a changed plug-in.
     """
     from .ingest import ingest as ingest_files
 
     progress = for_stderr()  # bars on a terminal only
     try:
         results = ingest_files(files, db=obj.db, progress=progress,
-                               on_wait=say_wait)
+                               on_wait=say_wait, flops=list(flops_plugins) or None)
     finally:
         if progress:
             progress.close()

@@ -249,7 +249,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
-           on_wait=None) -> list[IngestResult]:
+           on_wait=None, flops=None) -> list[IngestResult]:
     """Ingest every file in `paths` into the workspace `db`, all or nothing.
 
     progress: a traceql.progress.Progress told about each file (one task per file, a step per
@@ -257,7 +257,17 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
 
     Every file is detected before anything is written, so one bad file stops the whole
     command with the workspace untouched. Another ingest into the same workspace is
-    waited for (see workspace_lock; on_wait(message) tells that it waits)."""
+    waited for (see workspace_lock; on_wait(message) tells that it waits).
+
+    flops: FLOPs plug-ins (module names or .py files, traceql.flops_plugins) used before those
+    of $TRACEQL_FLOPS and the 'traceql.flops' entry points."""
+    from . import flops_plugins
+
+    with flops_plugins.given(flops):  # a plug-in that cannot be loaded: a UsageError, nothing written
+        return _ingest(paths, db, progress, on_wait)
+
+
+def _ingest(paths, db, progress, on_wait) -> list[IngestResult]:
     db = Path(db)
     paths = [Path(p) for p in paths]
     progress = as_progress(progress)
@@ -559,6 +569,9 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
         rows.append(("schema.version_newer_than_known" if "newer" in warning else "schema.note",
                      None, "warning", warning))
     rows += source_stats
+    from .pytorch import plugin_stats
+
+    rows += plugin_stats()  # FLOPs plug-ins that raised (traceql.flops_plugins)
     con.execute(read_schema("derive/stats.sql"))
     rows += con.execute("SELECT key, value, severity, detail FROM derived_stats WHERE trace_id = ?",
                         [trace_id]).fetchall()

@@ -7,13 +7,18 @@ op name to a formula, runs schemas/derive/kernel_op_units.sql (each kernel's cos
 and computes the cost of each distinct (formula, sizes or marker, dtype) combination once, in
 Python. Traces repeat the same few shapes, so that is a few hundred evaluations even for
 millions of kernels.
+
+A user's FLOPs plug-ins (traceql.flops_plugins) come first: an op one of them names gets the
+formula key 'plugin:<op name>', costed by the plug-in, else (it declines or fails) by the
+built-in formula of the op, if any. plugin_stats() gives the failures of the last trace, as
+ingest_stats rows.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from . import flops
+from . import flops, flops_plugins
 from .adapters import _create_temp, _data_tables
 from .resources import read_schema
 
@@ -26,11 +31,31 @@ def load_data(con) -> None:
         _create_temp(con, "torch_" + table[len("src_"):], data)
 
 
+_state: dict = {"registry": None, "plugin_keys": {}}
+
+
+def plugin_stats() -> list[tuple[str, int, str, str]]:
+    """ingest_stats rows for the FLOPs plug-ins that failed on the trace derived last."""
+    registry = _state["registry"]
+    return registry.stats() if registry is not None else []
+
+
 def formula_keys(con) -> None:
     names = con.execute(
         "SELECT DISTINCT module, name FROM torch_op WHERE trace_id = getvariable('trace_id') AND name IS NOT NULL"
     ).fetchall()
-    rows = [(m, n, flops.formula_key(n, m)) for m, n in names]
+    registry = _state["registry"] = flops_plugins.active()
+    registry.failures.clear()
+    plugin_keys = _state["plugin_keys"] = {}
+    rows = []
+    for m, n in names:
+        found = registry.lookup(n, m)
+        if found is None:
+            rows.append((m, n, flops.formula_key(n, m)))
+            continue
+        key = f"plugin:{n}" if m is None else f"plugin:{m}.{n}"
+        plugin_keys[key] = (found[0], found[1], n, flops.formula_key(n, m))
+        rows.append((m, n, key))
     _create_temp(con, "torch_formula_key", pa.Table.from_arrays(
         [pa.array([r[i] for r in rows], pa.string()) for i in range(3)], names=["module", "name", "key"]))
 
@@ -51,10 +76,14 @@ def unit_costs(con) -> None:
             args = flops.args_from_marker(marker_text) if marker_text else None
         if args is not None:
             dtype = flops._dtype(args, flops.canonical_dtype(kdtype))
-            c = flops.cost(key, args, dtype, "backward" if unit_kind == "backward" else "forward")
+            direction = "backward" if unit_kind == "backward" else "forward"
+            if key in _state["plugin_keys"]:
+                c = _plugin_cost(key, args, dtype, direction)
+            else:
+                c = flops.cost(key, args, dtype, direction)
         for name, value in (("unit_kind", unit_kind), ("key", key), ("sizes", sizes), ("marker_text", marker_text),
                             ("kdtype", kdtype), ("dtypes", dtypes), ("dtype", dtype),
-                            ("op_family", c.family if c else flops.family(key)),
+                            ("op_family", c.family if c else _family(key)),
                             ("flops", c.flops if c else None), ("bytes", c.bytes if c else None),
                             ("params", c.params if c else _default_params(args, dtype)),
                             ("tc_eligible", c.tc_eligible if c else None)):
@@ -62,6 +91,24 @@ def unit_costs(con) -> None:
     types = {"flops": pa.int64(), "bytes": pa.int64(), "tc_eligible": pa.bool_()}
     _create_temp(con, "torch_unit_cost", pa.Table.from_arrays(
         [pa.array(v, types.get(k, pa.string())) for k, v in cols.items()], names=list(cols)))
+
+
+def _plugin_cost(key: str, args, dtype, direction: str):
+    """The plug-in's cost of one unit, else the built-in formula's (None without either)."""
+    plugin, name, op, builtin = _state["plugin_keys"][key]
+    counts = _state["registry"].cost(plugin, name, op, args, direction)
+    built_in = flops.cost(builtin, args, dtype, direction)
+    if counts is None:
+        return built_in
+    if built_in is not None:  # the built-in's family, parameters and tensor-core eligibility stay
+        return flops.Cost(built_in.family, counts[0], counts[1], built_in.params, built_in.tc_eligible)
+    return flops.Cost(flops.family(builtin) or "custom", counts[0], counts[1], _default_params(args, dtype) or "", None)
+
+
+def _family(key):
+    if key in _state["plugin_keys"]:
+        return flops.family(_state["plugin_keys"][key][3]) or "custom"
+    return flops.family(key)
 
 
 def _default_params(args, dtype) -> str | None:
