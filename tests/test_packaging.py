@@ -20,3 +20,4 @@ def test_wheel_ships_every_schema_and_query_file(tmp_path):
                 expected.add(f"{package}/{path.relative_to(REPO / folder).as_posix()}")
     assert expected and expected <= names, sorted(expected - names)
     assert "traceql/cli.py" in names
+    assert "traceql/log4j2-traceql.properties" in names  # --engine spark's driver logging

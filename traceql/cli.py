@@ -25,6 +25,10 @@ _opened = {"ctx": None}  # the command's Context: its workspace names errors tha
 
 
 class Context:
+    engine = "duckdb"  # --engine spark (engine_options): --db names a Parquet export, read on Spark
+    spark_master = None
+    spark_conf: tuple = ()
+
     def __init__(self, db: Path | None, debug: bool, queries=()):
         self._db = db
         self.debug = debug
@@ -48,6 +52,11 @@ class Context:
     def open(self, write: bool = False, queries=(), allow_files: bool = False) -> Workspace:
         from .workspace import Workspace
 
+        if self.engine == "spark":  # traceql.spark: the same reports, on Spark over the Parquet export
+            from .spark import SparkWorkspace, parse_conf
+
+            return SparkWorkspace(self.db, queries=self.queries + tuple(queries), master=self.spark_master,
+                                  conf=parse_conf(self.spark_conf))
         ws = Workspace(self.db, write=write, queries=self.queries + tuple(queries), on_wait=say_wait,
                        allow_files=allow_files)
         from .faults import interrupt_on_sigint
@@ -110,6 +119,28 @@ def wide_option(f):
     return click.option("--wide", is_flag=True, expose_value=False, callback=set_wide,
                         help="Tables: print names whole and each row on one line, however long "
                              "(for a pager: | less -S). By default tables fit $COLUMNS or the terminal.")(f)
+
+
+def engine_options(f):
+    """--engine, --spark-master and --spark-conf: run the command's queries on Spark (traceql.spark)."""
+
+    def setter(attr):
+        def set_value(ctx, _param, value):
+            if value:
+                setattr(ctx.find_object(Context), attr, tuple(value) if isinstance(value, tuple) else value)
+        return set_value
+
+    f = click.option("--spark-conf", multiple=True, metavar="KEY=VALUE", expose_value=False,
+                     callback=setter("spark_conf"),
+                     help="A Spark setting for --engine spark (repeatable), over spark-defaults.conf.")(f)
+    f = click.option("--spark-master", metavar="URL", default=None, expose_value=False,
+                     callback=setter("spark_master"),
+                     help="Spark master for --engine spark (spark://host:7077, yarn, local[4], ...) "
+                          "[default: spark-defaults.conf, else local[*]].")(f)
+    return click.option("--engine", type=click.Choice(["duckdb", "spark"]), default=None, expose_value=False,
+                        callback=setter("engine"),
+                        help="duckdb: the workspace (--db); spark: --db names a Parquet export partitioned by "
+                             "trace (export --partition-by trace), queried on Apache Spark [default: duckdb].")(f)
 
 
 def wide() -> bool:
@@ -424,6 +455,7 @@ def queries_cmd(obj: Context, name, queries):
               help="table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
 @wide_option
+@engine_options
 @click.pass_obj
 def query_cmd(obj: Context, name, params, queries, fmt, output):
     """Run a query of the library (see `traceql queries`) with --param values, e.g.
@@ -454,8 +486,14 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
                    "+TIME counts from the trace's first event.")
 @click.option("--end", default=None, metavar="TIME", help="perfetto: end of the window (exclusive), like --start.")
 @click.option("--overwrite", is_flag=True, help="Replace files that already exist.")
+@click.option("--partition-by", "partition_by", type=click.Choice(["trace"]), default=None,
+              help="parquet: Hive-style partitions VIEW/trace_id=N/ with a manifest, for Spark "
+                   "(report --engine spark) and other Parquet readers.")
+@click.option("--trace-id-offset", type=click.IntRange(min=0), default=0, show_default=True,
+              help="With --partition-by trace: add this to the trace ids written, so that workspaces "
+                   "ingested apart (one per rank) fill one export without clashing.")
 @click.pass_obj
-def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrite):
+def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrite, partition_by, trace_id_offset):
     """Write every contract view as a CSV or Parquet file, for pandas, polars or Spark; or
     one trace as a timeline for ui.perfetto.dev and chrome://tracing (--format perfetto).
 
@@ -486,7 +524,7 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrit
                 if start is not None or end is not None:
                     raise UsageError("--start and --end apply to --format perfetto")
                 files = ws.export(out_dir, fmt, trace_id=trace_id, per_trace=per_trace, overwrite=overwrite,
-                                  progress=progress)
+                                  progress=progress, partition_by=partition_by, trace_id_offset=trace_id_offset)
     finally:
         if progress:
             progress.close()
@@ -586,6 +624,7 @@ give times in ns; tables show readable units, or --unit.
 @click.option("--range-match", "range_words", multiple=True, metavar="WORD",
               help="Like --range, for the ranges whose name contains WORD (repeatable, ignores case).")
 @wide_option
+@engine_options
 @click.pass_context
 def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
            max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps, recompute, range_names,
@@ -634,6 +673,7 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
 @click.option("--recompute", is_flag=True,
               help="Compute the sections from the tables even when ingest stored them (the rows are the same).")
 @wide_option
+@engine_options
 @click.pass_obj
 def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompute):
     """An nvprof-style overview: each trace's span, its GPUs and their busy share of the span,

@@ -27,14 +27,29 @@ def default_db() -> Path:
 
 
 def open(path: str | os.PathLike | None = None, *, write: bool = False,  # noqa: A001 - mirrors the builtin
-         queries=(), on_wait=None, allow_files: bool = False) -> "Workspace":
+         queries=(), on_wait=None, allow_files: bool = False, engine: str = "duckdb",
+         spark_master: str | None = None, spark_conf: dict | None = None, spark_session=None) -> "Workspace":
     """Open an existing workspace, read-only unless write=True (which lets .sql() run
     statements that change it, and holds the workspace lock until close(): an ingest into
     it waits, and it waits for one, see traceql.lock; on_wait(message) tells that it waits).
     queries: folders of the user's own .sql queries, added to the query library next to
     $TRACEQL_QUERIES (see traceql.library). Queries read the workspace and nothing else:
     allow_files=True lets them read and write files of this machine (read_csv, read_parquet,
-    COPY ... TO, ATTACH), see query_config()."""
+    COPY ... TO, ATTACH), see query_config().
+
+    engine='spark': PATH is a Parquet export partitioned by trace (`traceql export --format parquet
+    --partition-by trace`), queried on Apache Spark; the result has query(), report() and
+    summary() as a Workspace has (traceql.spark.SparkWorkspace). spark_master, spark_conf (a dict
+    of Spark settings) and spark_session (a SparkSession of yours) configure it."""
+    if engine == "spark":  # path: a Parquet export partitioned by trace (traceql.parquet, traceql.spark)
+        from .spark import SparkWorkspace
+
+        if write or allow_files:
+            raise UsageError("engine='spark' reads a Parquet export: write and allow_files are for workspaces")
+        return SparkWorkspace(path if path is not None else default_db(), queries=queries, master=spark_master,
+                              conf=spark_conf, session=spark_session)
+    if engine != "duckdb":
+        raise UsageError(f"engine {engine!r}: 'duckdb' (a workspace) or 'spark' (a Parquet export)")
     return Workspace(path if path is not None else default_db(), write=write, queries=queries, on_wait=on_wait,
                      allow_files=allow_files)
 
@@ -250,16 +265,27 @@ class Workspace:
 
     # -- export ----------------------------------------------------------------------
     def export(self, out_dir: str | os.PathLike, fmt: str = "parquet", trace_id: int | None = None,
-               per_trace: bool = False, overwrite: bool = False, progress=None) -> list[Path]:
+               per_trace: bool = False, overwrite: bool = False, progress=None, partition_by: str | None = None,
+               trace_id_offset: int = 0) -> list[Path]:
         """Write every contract view as one file (csv or parquet) into out_dir, for all
         traces together, one trace (trace_id) or one sub-folder per trace (per_trace).
-        progress: a traceql.progress.Progress told about each file."""
+        progress: a traceql.progress.Progress told about each file. partition_by='trace': Parquet
+        partitioned by trace, Hive-style, with a manifest (traceql.parquet; Spark reads it),
+        trace ids shifted by trace_id_offset."""
         from .progress import as_progress
 
         progress = as_progress(progress)
         if fmt not in ("csv", "parquet"):
             raise UsageError(f"--format {fmt}: export writes csv or parquet")
         self.check_trace(trace_id)
+        if partition_by is not None or trace_id_offset:
+            if partition_by != "trace" or fmt != "parquet" or per_trace:
+                raise UsageError("--partition-by trace (and --trace-id-offset) write Parquet partitioned by trace; "
+                                 "--per-trace and csv are the other layouts")
+            from .parquet import write
+
+            return write(self.con, out_dir, self.trace_ids() if trace_id is None else [trace_id],
+                         trace_id_offset=trace_id_offset, overwrite=overwrite, progress=progress)
         out_dir = Path(out_dir)
         ids = self.trace_ids() if trace_id is None else [trace_id]
         jobs = []
