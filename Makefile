@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: demo test bench bench-scaling bench-small bench-kineto fuzz clean
+.PHONY: demo test bench bench-scaling bench-small bench-kineto bench-spark fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,13 @@ bench-small: $(STAMP)
 bench-kineto: $(STAMP)
 	$(PY) bench/kineto.py --setup-parsers --setup-hta --wait-load $(BENCH_LOAD) --wait-max $(BENCH_WAIT) \
 	  --json bench/data/kineto.json
+
+# Apache Spark next to DuckDB (bench/spark.py): 16, 32 and 64 generated ranks of 8,000 kernels
+# ingested per rank in parallel processes into one partitioned Parquet export, every report on
+# Spark local[2] and on DuckDB (time, CPU, peak memory, same rows), and one 1 M-kernel trace;
+# writes bench/SPARK.md. Needs the spark extra and Java 17.
+bench-spark: $(STAMP)
+	$(PY) bench/spark.py --jvm-variants
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

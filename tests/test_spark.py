@@ -162,8 +162,11 @@ def test_cli_errors_read_cold(job, run):
         f"traceql: error: {db}: not a traceql Parquet export, no _traceql.json (a workspace file? --engine spark "
         "reads its export: traceql export --format parquet --partition-by trace -o DIR)\n"))
     assert run("--db", export, "query", "analyze/gpu_gaps", *spark) == (2, "", (
-        "traceql: error: ASOF JOIN has no Spark SQL equivalent (the analyze/ rules use it)\n"))
+        "traceql: error: ASOF JOIN has no Spark SQL equivalent: this query runs on DuckDB only\n"))
     assert run("--db", export, "report", "--by", "kernel", *spark, "--spark-conf", "oops") == (2, "", (
         "traceql: error: --spark-conf oops: give KEY=VALUE, e.g. spark.executor.memory=8g\n"))
+    assert run("--db", export, "report", "--by", "kernel", "--range", "Forward", *spark) == (2, "", (
+        "traceql: error: --range and --range-match run on DuckDB only: their SQL (schemas/filters/) uses ASOF JOIN, "
+        "which Spark SQL lacks\n"))
     code, out, err = run("--db", export, "report", "--by", "kernel", "--trace", "99", *spark)
     assert (code, out) == (2, "") and err.startswith(f"traceql: error: --trace 99: no such trace in {export} (traces: 1, 2")

@@ -337,6 +337,9 @@ class SparkWorkspace:
         """What `traceql report --by BY --engine spark` prints (see Workspace.report)."""
         from .reports import run_report
 
+        if params.get("range") or params.get("range_match"):
+            raise UsageError("--range and --range-match run on DuckDB only: their SQL (schemas/filters/) uses "
+                             "ASOF JOIN, which Spark SQL lacks")
         self.check_trace(trace_id)
         params["recompute"] = True  # reports stored at ingest live in the workspace: every report is computed
         return run_report(self, by, trace_id=trace_id, **params)

@@ -113,7 +113,7 @@ def _to_spark(sql: str) -> tuple[str, frozenset[str]]:
 def _refuse(tree: exp.Expression) -> None:
     for join in tree.find_all(exp.Join):
         if (join.args.get("method") or "").upper() == "ASOF":
-            raise UntranslatableError("ASOF JOIN has no Spark SQL equivalent (the analyze/ rules use it)")
+            raise UntranslatableError("ASOF JOIN has no Spark SQL equivalent: this query runs on DuckDB only")
     known_to_spark = _spark_functions()
     for call in tree.find_all(exp.Anonymous):
         name = call.name.lower()
