@@ -25,7 +25,9 @@ loopback address, without its web UI. Settings traceql relies on, unless the con
 them: spark.sql.ansi.enabled=true (errors, not wrapped values, on overflow: Spark 4's default),
 spark.sql.runSQLOnFiles=false (a query reads the export's views, not files named in SQL); for a
 local session spark.sql.shuffle.partitions = its cores. A SparkSession of the caller's (session=)
-is used as it is, and left running by close().
+is used as it is, and left running by close(); so is a session this process runs already (a
+notebook's: getOrCreate). The session starts at the first query: a query that does not
+translate is refused before the JVM starts.
 """
 
 from __future__ import annotations
