@@ -117,6 +117,13 @@ class Workspace:
 
     def close(self) -> None:
         try:
+            # A statement still running (a streamed result whose reader a Ctrl-C left in Python)
+            # keeps DuckDB's threads at work, and close() waited for it to end, at full CPU:
+            # `traceql sql` ignored one Ctrl-C in three under load. Stop it first.
+            try:
+                self.con.interrupt()
+            except duckdb.Error:  # closed already
+                pass
             self.con.close()
         finally:
             self._held.close()
