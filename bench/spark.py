@@ -119,8 +119,13 @@ def timed_pool(fn, jobs: list[tuple], workers: int) -> dict:
             "rss_mb": maxrss_children_mb()}
 
 
-def ingest_scale_out(paths: list[Path], workers: int, tag: str) -> tuple[dict, dict, Path, Path]:
+def ingest_scale_out(paths: list[Path], workers: int, tag: str, reuse: bool) -> tuple[dict, dict, Path, Path]:
     job = DATA / f"job_{tag}"
+    saved = DATA / f"ingest_{tag}.json"
+    if reuse and saved.exists() and (job / "_traceql.json").exists() and (DATA / f"job_{tag}.duckdb").exists():
+        log(f"reusing {job.name} and the ingest figures of {saved.name}")
+        figures = json.loads(saved.read_text())
+        return figures["parallel"], figures["single"], job, DATA / f"job_{tag}.duckdb"
     whole_export = DATA / f"job_{tag}_whole"
     db = DATA / f"job_{tag}.duckdb"
     ranks_dir = DATA / f"job_{tag}_ranks"
@@ -134,6 +139,7 @@ def ingest_scale_out(paths: list[Path], workers: int, tag: str) -> tuple[dict, d
     single = timed_pool(_whole_job, [([str(p) for p in paths], str(db), str(whole_export))], 1)
     log(f"  {single['wall']:.1f} s wall, {single['cpu']:.1f} s CPU")
     shutil.rmtree(ranks_dir, ignore_errors=True)
+    saved.write_text(json.dumps({"parallel": parallel, "single": single}))
     return parallel, single, job, db
 
 
@@ -241,8 +247,11 @@ def run_worker(engine: str, path: Path, out_dir: Path, jvm_opts: str = "") -> di
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, __file__, "--worker", engine, str(path), str(out_dir), jvm_opts],
                           capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
-    if proc.returncode != 0:
-        raise SystemExit(f"{engine} worker on {path} failed:\n{proc.stderr[-3000:]}")
+    if proc.returncode != 0:  # recorded, the other measurements go on
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith(("\tat ", "WARNING"))]
+        log(f"{engine} worker on {path} failed: {lines[-1] if lines else proc.returncode}")
+        return {"engine": engine, "failed": lines[-1] if lines else f"exit {proc.returncode}",
+                "process_wall": time.perf_counter() - started}
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["process_wall"] = time.perf_counter() - started
     return result
@@ -269,14 +278,15 @@ def compare(db: Path, export: Path, label: str, variants: dict[str, str]) -> dic
     for name, opts in variants.items():
         log(f"{label}: Spark local[2] ({name}) ...")
         res[f"spark {name}"] = run_worker("spark", export, tmp / f"spark-{name}", opts)
-        res[f"spark {name}"]["same"] = same_results(tmp / "duckdb", tmp / f"spark-{name}")
-        log(f"  same rows: {res[f'spark {name}']['same']}")
+        if "failed" not in res[f"spark {name}"]:
+            res[f"spark {name}"]["same"] = same_results(tmp / "duckdb", tmp / f"spark-{name}")
+            log(f"  same rows: {res[f'spark {name}']['same']}")
     return res
 
 
 # ---------------------------------------------------------------------------------------- report
-def _ms(secs: float) -> str:
-    return f"{secs:.2f}"
+def _mb(value) -> str:
+    return "not recorded" if value is None else f"{value:.0f}"
 
 
 def render(meta: dict, ingest: dict, sizes: list[dict], single: dict | None) -> str:
@@ -287,9 +297,9 @@ def render(meta: dict, ingest: dict, sizes: list[dict], single: dict | None) -> 
         f"## Ingest that scales out ({n} ranks of {k:,} kernels, {n * k:,} kernels)", "",
         "| how | wall (s) | CPU (s) | peak RSS of one process (MB) |", "|---|---:|---:|---:|",
         f"| {ingest['workers']} processes, each rank into its own workspace, exported with --trace-id-offset "
-        f"into the job's directory | {par['wall']:.1f} | {par['cpu']:.1f} | {par['rss_mb']:.0f} |",
+        f"into the job's directory | {par['wall']:.1f} | {par['cpu']:.1f} | {_mb(par.get('rss_mb'))} |",
         f"| one process, all ranks into one workspace, then exported | {one['wall']:.1f} | {one['cpu']:.1f} | "
-        f"{one['rss_mb']:.0f} |", ""]
+        f"{_mb(one.get('rss_mb'))} |", ""]
     lines += ["## Reports per size", "",
               "Seconds per report, wall / CPU (CPU = user + sys of the process, the JVM's included). DuckDB: "
               "the reports ingest stored (kernel, api, range, summary read them) and --recompute; Spark: the "
@@ -300,6 +310,9 @@ def render(meta: dict, ingest: dict, sizes: list[dict], single: dict | None) -> 
     for s in sizes:
         for eng in [e for e in s if e.startswith(("duckdb", "spark"))]:
             r = s[eng]
+            if "failed" in r:
+                lines.append(f"| {s['ranks']} | {s['kernels']:,} | {eng} | failed: {r['failed']} |")
+                continue
             cells = [f"{r['warm'][by]['wall']:.2f} / {r['warm'][by]['cpu']:.2f}" for by in REPORTS + ("summary",)]
             cold = sum(v["wall"] for v in r["cold"].values())
             cold_cpu = sum(v["cpu"] for v in r["cold"].values())
@@ -310,13 +323,13 @@ def render(meta: dict, ingest: dict, sizes: list[dict], single: dict | None) -> 
               "| ranks | engine | " + " | ".join(REPORTS) + " |", "|---|---|" + "---:|" * len(REPORTS)]
     for s in sizes:
         rows = s["duckdb"]["input_rows"]
-        for eng in [e for e in s if e.startswith(("duckdb", "spark"))]:
+        for eng in [e for e in s if e.startswith(("duckdb", "spark")) and "failed" not in s[e]]:
             r = s[eng]
             cells = [f"{r['warm'][by]['cpu'] / max(rows[by], 1) * 1e9:,.0f}" for by in REPORTS]
             lines.append(f"| {s['ranks']} | {eng} | " + " | ".join(cells) + " |")
     lines += ["", "Same rows on Spark as on DuckDB (columns, Arrow types, rows, order):", ""]
     for s in sizes + ([single] if single else []):
-        for eng in [e for e in s if e.startswith("spark")]:
+        for eng in [e for e in s if e.startswith("spark") and "same" in s[e]]:
             same = s[eng]["same"]
             lines.append(f"- {s['label']}, {eng}: " + ", ".join(f"{k} {'equal' if v else 'DIFFERENT'}"
                                                              for k, v in same.items()))
@@ -326,6 +339,9 @@ def render(meta: dict, ingest: dict, sizes: list[dict], single: dict | None) -> 
                   "|---|" + "---:|" * (len(REPORTS) + 3)]
         for eng in [e for e in single if e.startswith(("duckdb", "spark"))]:
             r = single[eng]
+            if "failed" in r:
+                lines.append(f"| {eng} | failed: {r['failed']} |")
+                continue
             cells = [f"{r['warm'][by]['wall']:.2f} / {r['warm'][by]['cpu']:.2f}" for by in REPORTS + ("summary",)]
             lines.append(f"| {eng} | " + " | ".join(cells) + f" | {r['start']['wall']:.1f} / {r['start']['cpu']:.1f} | "
                          f"{r['rss_mb'] + r.get('jvm_rss_mb', 0):.0f} |")
@@ -339,9 +355,11 @@ def main(argv=None) -> None:
     ap.add_argument("--single", type=int, default=1_000_000, help="kernels of the one-trace check (0: none)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--jvm-variants", action="store_true",
-                    help="Spark also with the JIT's quick tier only and the serial collector (largest size, --single)")
+                    help="Spark also with the JIT's quick tier only and the serial collector (largest size)")
     ap.add_argument("--out", default=str(REPO / "bench" / "SPARK.md"), help="'-': print only")
     ap.add_argument("--json", default=str(DATA / "spark.json"))
+    ap.add_argument("--reuse", action="store_true",
+                    help="the job's export, workspace and ingest figures of an earlier run, when there")
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -358,7 +376,7 @@ def main(argv=None) -> None:
     top = max(args.ranks)
     k = args.kernels_per_rank
     paths = rank_files(top, k, args.workers)
-    par, one, job, db = ingest_scale_out(paths, args.workers, f"{top}x{k}")
+    par, one, job, db = ingest_scale_out(paths, args.workers, f"{top}x{k}", args.reuse)
     ingest = {"ranks": top, "kernels_per_rank": k, "workers": args.workers, "parallel": par, "single": one}
     sizes = []
     for n in sorted(args.ranks):
@@ -372,8 +390,11 @@ def main(argv=None) -> None:
         src = generate(DATA / f"single_{args.single}.sqlite", args.single, 0)
         sdb, sexp = DATA / f"single_{args.single}.duckdb", DATA / f"single_{args.single}_export"
         log(f"one trace of {args.single:,} kernels: ingest + export ...")
-        t = timed_pool(_whole_job, [([str(src)], str(sdb), str(sexp))], 1)
-        single = compare(sdb, sexp, f"one trace of {args.single:,} kernels", variants)
+        if args.reuse and (sexp / "_traceql.json").exists() and sdb.exists():
+            t = None
+        else:
+            t = timed_pool(_whole_job, [([str(src)], str(sdb), str(sexp))], 1)
+        single = compare(sdb, sexp, f"one trace of {args.single:,} kernels", {"default JVM": ""})
         single.update(kernels=args.single, ingest=t)
     meta = (f"Written by `python bench/spark.py {' '.join(argv if argv is not None else sys.argv[1:])}` on "
             f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(started))} UTC, traceql {head}, pyspark "

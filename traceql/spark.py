@@ -21,7 +21,7 @@ The session: pyspark's SparkSession builder, which reads the usual Spark configu
 (spark-defaults.conf in $SPARK_CONF_DIR or $SPARK_HOME/conf, PYSPARK_SUBMIT_ARGS, SPARK_*
 environment variables); `spark_master` (--spark-master) and `spark_conf` (--spark-conf KEY=VALUE)
 override it. With no master from any of them the session is local, `local[*]`, bound to the
-loopback address, without its web UI. Settings traceql relies on, unless the configuration sets
+loopback address, without its web UI, with a 4g heap (spark.driver.memory, unless configured). Settings traceql relies on, unless the configuration sets
 them: spark.sql.ansi.enabled=true (errors, not wrapped values, on overflow: Spark 4's default),
 spark.sql.runSQLOnFiles=false (a query reads the export's views, not files named in SQL); for a
 local session spark.sql.shuffle.partitions = its cores. A SparkSession of the caller's (session=)
@@ -70,17 +70,19 @@ def parse_conf(items) -> dict[str, str]:
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--spark-conf {item}: give KEY=VALUE, e.g. spark.executor.memory=8g")
-        out[key.strip()] = value
+        out[key.strip()] = value.strip()
     return out
 
 
-def _configured_master() -> str | None:
-    """The master the usual Spark configuration names, if any: PYSPARK_SUBMIT_ARGS --master, else
-    spark.master in spark-defaults.conf ($SPARK_CONF_DIR, else $SPARK_HOME/conf)."""
-    submit = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
-    m = re.search(r"--master[ =](\S+)", submit)
+def _configured(key: str, option: str, env: str | None = None) -> str | None:
+    """The value the usual Spark configuration gives KEY, if any: OPTION in PYSPARK_SUBMIT_ARGS,
+    the environment variable ENV, else KEY in spark-defaults.conf ($SPARK_CONF_DIR, else
+    $SPARK_HOME/conf)."""
+    m = re.search(rf"{option}[ =](\S+)", os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
     if m:
         return m.group(1)
+    if env and os.environ.get(env):
+        return os.environ[env]
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (
         os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None)
     if conf_dir:
@@ -88,11 +90,16 @@ def _configured_master() -> str | None:
             with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as fh:
                 for line in fh:
                     parts = line.strip().split(None, 1)
-                    if len(parts) == 2 and parts[0] == "spark.master":
+                    if len(parts) == 2 and parts[0] == key:
                         return parts[1].strip()
         except OSError:
             pass
     return None
+
+
+# A local session's JVM heap (driver and executors in one), unless configured: Spark's 1g default
+# fails the op report of a 1 M-kernel trace ("Not enough memory to build and broadcast the table").
+LOCAL_DRIVER_MEMORY = "4g"
 
 
 def make_session(master: str | None = None, conf: dict | None = None):
@@ -105,7 +112,7 @@ def make_session(master: str | None = None, conf: dict | None = None):
     from pyspark.sql import SparkSession
 
     conf = dict(conf or {})
-    master = master or conf.pop("spark.master", None) or _configured_master()
+    master = master or conf.pop("spark.master", None) or _configured("spark.master", "--master", "MASTER")
     local = master is None or master.startswith("local")
     builder = SparkSession.builder.appName("traceql").master(master or "local[*]")
     if local:
@@ -113,6 +120,9 @@ def make_session(master: str | None = None, conf: dict | None = None):
                            ("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false")):
             if key not in conf:
                 builder = builder.config(key, value)
+        if "spark.driver.memory" not in conf and \
+                _configured("spark.driver.memory", "--driver-memory", "SPARK_DRIVER_MEMORY") is None:
+            builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
     log4j = Path(__file__).with_name(_LOG4J)
     if "spark.driver.extraJavaOptions" not in conf and log4j.exists():
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
@@ -375,6 +385,17 @@ def _spark_args(params):
 
 
 def _one_line(exc: BaseException) -> str:
+    """An error of pyspark or of the JVM in one line: for a Java exception, its root cause (py4j's
+    own first line only says which call failed)."""
     text = str(exc).strip()
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            cause = java
+            while cause.getCause() is not None:
+                cause = cause.getCause()
+            text = str(cause.toString()).strip() or text
+        except Exception:  # noqa: BLE001 - the JVM is gone: py4j's message is what there is
+            pass
     first = text.splitlines()[0] if text else type(exc).__name__
     return first[:500]
