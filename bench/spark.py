@@ -367,7 +367,7 @@ def main(argv=None) -> None:
         print(json.dumps(worker(engine, path, out_dir, opts)))
         return
     DATA.mkdir(parents=True, exist_ok=True)
-    variants = {"default JVM": ""}
+    variants = {"default JVM": ""}  # Java's own JIT and collector, given explicitly
     if args.jvm_variants:
         variants["C1 + serial GC"] = C1_OPTS
     started = time.time()

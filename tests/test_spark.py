@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
@@ -37,12 +36,11 @@ GENERATED = {1: 900, 2: 700}  # gen_torch seed -> kernels
 
 @pytest.fixture(scope="module")
 def session():
-    """local[2], as CI has 2 cores; the JIT's quick tier only and the serial collector: half the JVM's
-    CPU time on queries this small (the log4j settings traceql gives its driver kept)."""
-    log4j = (Path(spark_engine.__file__).with_name(spark_engine._LOG4J)).as_uri()
-    spark, _ = spark_engine.make_session("local[2]", {
-        "spark.sql.shuffle.partitions": "2",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"})
+    """local[2], as CI has 2 cores, with the settings traceql gives a local session."""
+    spark, _ = spark_engine.make_session("local[2]", {"spark.sql.shuffle.partitions": "2"})
+    options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
+    assert options.endswith(f"log4j2-traceql.properties {spark_engine.LOCAL_JVM_OPTIONS}")
+    assert spark.sparkContext.getConf().get("spark.driver.memory") == spark_engine.LOCAL_DRIVER_MEMORY
     yield spark
     spark.stop()
 
