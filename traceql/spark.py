@@ -102,8 +102,8 @@ def _configured(key: str, option: str, env: str | None = None) -> str | None:
 # fails the op report of a 1 M-kernel trace ("Not enough memory to build and broadcast the table").
 LOCAL_DRIVER_MEMORY = "4g"
 # A local session's JVM lives as long as one command: the JIT's quick tier only and the serial
-# collector (bench/SPARK.md, 64 ranks on local[2]: 42% less CPU to start, 44% less for the first
-# queries, 25-60% less per warm report than Java's defaults).
+# collector (bench/SPARK.md, 64 ranks on local[2]: 41% less CPU to start, 44% less for the first
+# queries, 16-63% less per warm report than Java's defaults).
 LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
