@@ -124,10 +124,14 @@ def test_other_views_equal_the_json(real_ws, folder):
     assert described == [{"device_id": p["id"], "name": p["name"], "sm_count": p.get("numSms"),
                           "total_memory": p.get("totalGlobalMem")} for p in sorted(props, key=lambda p: p["id"])]
     dist = doc.get("distributedInfo", {})
-    trace = one(ws, "SELECT source_format, rank, world_size, schema_version, utc_offset_ns, clock FROM trace "
-                    "WHERE trace_id = $t", t)[0]
+    trace = one(ws, "SELECT source_format, rank, rank_source, world_size, world_size_source, host, host_source, "
+                    "schema_version, utc_offset_ns, clock FROM trace WHERE trace_id = $t", t)[0]
     assert (trace["source_format"], trace["rank"], trace["world_size"]) == \
         ("kineto", dist.get("rank"), dist.get("world_size"))
+    recorded = lambda value: None if value is None else "recorded"  # noqa: E731
+    assert (trace["rank_source"], trace["world_size_source"]) == (recorded(dist.get("rank")),
+                                                                  recorded(dist.get("world_size")))
+    assert (trace["host"], trace["host_source"]) == (doc.get("host_name"), recorded(doc.get("host_name")))
     assert trace["schema_version"] == (None if "schemaVersion" not in doc else str(doc["schemaVersion"]))
     if "baseTimeNanoseconds" in doc:
         assert (trace["clock"], trace["utc_offset_ns"]) == ("session", doc["baseTimeNanoseconds"])

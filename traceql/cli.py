@@ -194,8 +194,15 @@ cli.help = cli.help.replace("VIEWS", _views_help())
               help="A FLOPs plug-in: a module name or a .py file with a dict FLOPS of op names to functions "
                    "(op, shapes, dtypes, direction) -> (flops, bytes); repeatable, before $TRACEQL_FLOPS and "
                    "the 'traceql.flops' entry points. Its formulas win over the built-in ones for the ops it names.")
+@click.option("--rank", type=click.IntRange(0, 2**31 - 1), default=None,
+              help="The rank of the file (one file only), over what it records or its name says.")
+@click.option("--host", default=None, metavar="NAME",
+              help="The host the files were profiled on, over what they record or their names say.")
+@click.option("--jobs", "-j", type=click.IntRange(1), default=None,
+              help="Files read at a time, each by a worker process (default: one per core when the "
+                   "files hold 64 MB or more together, else one at a time).")
 @click.pass_obj
-def ingest(obj: Context, files, flops_plugins):
+def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
     """Load profiler exports into the workspace: Nsight Systems .sqlite, nvprof .nvvp/.sql,
     PyTorch profiler (Kineto) .json.
 
@@ -205,13 +212,20 @@ def ingest(obj: Context, files, flops_plugins):
     FLOPs and bytes of PyTorch ops are computed here, by the built-in formulas and by your
     plug-ins (--flops, $TRACEQL_FLOPS; README, "Custom FLOPs"): ingest a file again to apply
     a changed plug-in.
+
+    \b
+    Each trace's host, rank, local rank and world size are read from what the file records
+    (nsys: the profiled machine's Hostname and the profiled process's environment, RANK,
+    OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID ...; Kineto: distributedInfo), else from its
+    name ('rank3', nsys's -o ..._%h_%p); trace.host_source, rank_source ... say which.
     """
     from .ingest import ingest as ingest_files
 
     progress = for_stderr()  # bars on a terminal only
     try:
         results = ingest_files(files, db=obj.db, progress=progress,
-                               on_wait=say_wait, flops=list(flops_plugins) or None)
+                               on_wait=say_wait, flops=list(flops_plugins) or None, rank=rank, host=host,
+                               jobs=jobs)
     finally:
         if progress:
             progress.close()
@@ -225,6 +239,8 @@ def ingest(obj: Context, files, flops_plugins):
         from .workspace import COUNTED
 
         click.echo("  " + ", ".join(f"{v} {r.counts[v]:,}" for v in COUNTED if v in r.counts))
+        if r.identity is not None and r.identity.facts:
+            click.echo("  " + printable(r.identity.line()))
         for w in r.warnings:
             click.echo(f"  warning: {printable(w)}")
     click.echo(f"workspace: {obj.db}")

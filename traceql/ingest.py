@@ -34,6 +34,7 @@ from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageErro
 from .progress import as_progress
 from .pytorch import prepare_kernel_op
 from . import callstacks
+from . import ranks
 from .reader import stage
 from . import kineto
 from .remove import check_tables, purge_orphans
@@ -69,6 +70,7 @@ class IngestResult:
     counts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    identity: ranks.Identity | None = None  # host, rank, local rank, world size and where each came from
 
 
 _MEMORY_SIZE = re.compile(r"\s*\d+(\.\d+)?\s*(B|[KMGT]i?B|%)?\s*", re.I)
@@ -85,13 +87,18 @@ def memory_limit() -> str:
     return limit.strip()
 
 
-def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path) -> None:
+def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path, share: str | None = None,
+              threads: int | None = None) -> None:
+    """Settings of an ingest's connection. share and threads: a worker process's part of the
+    memory limit and of the cores (traceql.parallel), instead of all of them."""
     limit = os.environ.get("TRACEQL_MEMORY_LIMIT", "").strip()
     try:
-        con.execute("SET memory_limit = ?", [memory_limit()])
+        con.execute("SET memory_limit = ?", [share or memory_limit()])
     except duckdb.Error as exc:
         raise UsageError(f"TRACEQL_MEMORY_LIMIT={limit}: not a memory size DuckDB takes ({_first_line(exc)})") from None
-    if not limit:
+    if threads is not None:
+        con.execute("SET threads = ?", [threads])
+    if not limit and share is None:
         # Keep up to half the default limit of freed blocks for reuse instead of returning them
         # to the OS and faulting them in again. In four paired ingests of bench's ATTR (16 M
         # ranges) system time fell from 15-29 s to 12-19 s and wall time by 1.4-12.7 s; the peak
@@ -249,11 +256,22 @@ def _first_line(exc: BaseException) -> str:
 
 
 def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
-           on_wait=None, flops=None) -> list[IngestResult]:
+           on_wait=None, flops=None, rank: int | None = None, host: str | None = None,
+           jobs: int | None = None) -> list[IngestResult]:
     """Ingest every file in `paths` into the workspace `db`, all or nothing.
 
     progress: a traceql.progress.Progress told about each file (one task per file, a step per
     source table read and per derived table), or a function progress(file_name, detail).
+
+    rank, host: the rank and host of the file, given by the user (trace.rank_source and
+    host_source 'user'), over what the file records or its name says (traceql.ranks). A rank
+    belongs to one file: with several files it is refused; a host applies to every file given
+    (the ranks of one machine).
+
+    Several files are read in parallel by worker processes (traceql.parallel), jobs at a time
+    (default: one per core, when the files hold 64 MB or more together; jobs=1: one after
+    another in this process); TRACEQL_MEMORY_LIMIT is shared between them, and the workers use
+    the FLOPs plug-ins too.
 
     Every file is detected before anything is written, so one bad file stops the whole
     command with the workspace untouched. Another ingest into the same workspace is
@@ -264,16 +282,27 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
     from . import flops_plugins
 
     with flops_plugins.given(flops):  # a plug-in that cannot be loaded: a UsageError, nothing written
-        return _ingest(paths, db, progress, on_wait)
+        return _ingest(paths, db, progress, on_wait, rank, host, jobs)
 
 
-def _ingest(paths, db, progress, on_wait) -> list[IngestResult]:
+def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult]:
     db = Path(db)
     paths = [Path(p) for p in paths]
     progress = as_progress(progress)
     if not paths:
         raise InputError("no input files given")
     memory_limit()  # a bad TRACEQL_MEMORY_LIMIT is refused before anything is written
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < 2**31):
+        raise UsageError(f"--rank {rank}: a rank is a whole number from 0")
+    if host is not None and not str(host).strip():
+        raise UsageError("--host: give a host name")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise UsageError(f"--jobs {jobs}: the number of files read at a time is a whole number from 1")
+    if rank is not None and len({os.path.realpath(p) for p in paths}) > 1:
+        raise UsageError(f"--rank gives the rank of one file, and {len(paths)} were given: ingest each with its "
+                         "own --rank, or let traceql read the rank from the files (their environment or "
+                         "a 'rankN' in their names)")
+    user = {"rank": rank, "host": None if host is None else str(host).strip()}
     detected, given = [], {}
     for p in paths:  # the same file twice (by absolute path, symlinks resolved) is read once
         key = Path(os.path.realpath(p))  # (a link loop: detect says so)
@@ -287,11 +316,17 @@ def _ingest(paths, db, progress, on_wait) -> list[IngestResult]:
             create_contract(con, db)
             check_tables(con, db)  # a contract table turned into a view by sql --write, ...
             purge_orphans(con)  # rows of a trace whose trace row was deleted: never absorbed by a new trace
-            for det in detected:
+            from . import parallel
+
+            workers = parallel.workers([d.path for d in detected], jobs)
+            if workers > 1:
+                results += parallel.ingest_files(con, db, detected, user, workers, progress)
+            for det in detected[len(results):]:
                 with _errors_of(det.path):
-                    results.append(_ingest_one(con, det, progress))
+                    results.append(_ingest_one(con, det, progress, user))
+            for det in detected:
                 if given[det.path.resolve()] > 1:
-                    results[-1].warnings.append(
+                    next(r for r in results if r.detected.path == det.path).warnings.append(
                         f"{det.path} was given {given[det.path.resolve()]} times; ingested once")
         return results
 
@@ -375,13 +410,20 @@ def _keep_owner(path: Path, st: os.stat_result) -> None:
         os.chown(path, st.st_uid if os.geteuid() == 0 else -1, st.st_gid)
 
 
-def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> IngestResult:
+def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: dict | None = None,
+                assigned: tuple[int, bool] | None = None) -> IngestResult:
+    """Ingest one file into the workspace on con. user: the --rank and --host given (ranks.resolve).
+    assigned: (trace id, replaced) chosen by the caller (a worker process writing a workspace of
+    its own, traceql.parallel), instead of looking the path up in con's trace table."""
     started = time.perf_counter()
     path = det.path.resolve()
     # No transaction: the whole ingest writes a temporary copy that replaces the workspace
     # only when every file succeeded.
-    row = con.execute("SELECT trace_id FROM trace WHERE path = ?", [str(path)]).fetchone()
-    if row is not None:
+    row = None if assigned is not None else con.execute(
+        "SELECT trace_id FROM trace WHERE path = ?", [str(path)]).fetchone()
+    if assigned is not None:
+        trace_id, replaced = assigned
+    elif row is not None:
         trace_id, replaced = row[0], True
         for table in CONTRACT_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
@@ -419,8 +461,9 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress) -> Inge
         utc = con.execute("SELECT min(utcEpochNs) FROM raw.TARGET_INFO_SESSION_START_TIME").fetchone()[0]
         _fill(con, trace_id, deriving)
         deriving("diagnostics")
-        _add_stats(con, trace_id, det, report, result, source_stats)
-        _add_trace_row(con, trace_id, det, path, utc, hashing.result())
+        ident = result.identity = ranks.identify(det, user)  # after staging: Kineto's members are read then
+        _add_stats(con, trace_id, det, report, result, source_stats + ident.stats)
+        _add_trace_row(con, trace_id, det, path, utc, hashing.result(), ident)
         deriving("stored reports")
         stored.store(con, trace_id)
         deriving("done")
@@ -587,7 +630,8 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
     result.warnings += [t for i, t in enumerate(texts) if t not in result.warnings and t not in texts[:i]]
 
 
-def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | None, sha256: str | None) -> None:
+def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | None, sha256: str | None,
+                   ident: ranks.Identity) -> None:
     meta = det.metadata
     normalize = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or meta.get("EXPORT_TIME_NORMALIZE") or "").lower()
     shift = meta.get("EXPORT_CONFIG_TIME_SHIFT") or meta.get("EXPORT_PARAM_TIME_SHIFT") or "0"
@@ -606,13 +650,14 @@ def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | Non
     con.execute(
         "INSERT INTO trace BY NAME SELECT "
         "?::INTEGER AS trace_id, ? AS path, ?::BIGINT AS file_size, ? AS file_sha256, ? AS source_format, "
-        "? AS exporter_version, ? AS schema_version, ? AS layout, ? AS host, ?::INTEGER AS rank, "
-        "?::INTEGER AS world_size, "
+        "? AS exporter_version, ? AS schema_version, ? AS layout, "
+        "? AS host, ? AS host_source, ?::INTEGER AS rank, ? AS rank_source, "
+        "?::INTEGER AS local_rank, ? AS local_rank_source, ?::INTEGER AS world_size, ? AS world_size_source, "
         "? AS clock, ?::BIGINT AS start_utc_ns, ?::BIGINT AS utc_offset_ns, ?::BIGINT AS start_ts, "
         "?::BIGINT AS end_ts, ?::BIGINT - ?::BIGINT AS duration, "
         "?::TIMESTAMP AS ingested_at, ? AS traceql_version",
         [trace_id, str(path), path.stat().st_size, sha256, det.source_format, det.exporter_version,
-         det.schema_version, det.layout, meta.get("EXPORT_HOST"), meta.get("RANK"), meta.get("WORLD_SIZE"),
+         det.schema_version, det.layout, *(f(name) for name in ranks.FIELDS for f in (ident.value, ident.source)),
          clock, utc, offset,
          start_ts, end_ts, end_ts, start_ts,
          datetime.now(timezone.utc).replace(tzinfo=None), __version__])

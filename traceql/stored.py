@@ -99,6 +99,30 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
         con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fp, rows.num_rows])
 
 
+def adopt(con: duckdb.DuckDBPyConnection, schema: str, trace_id: int) -> None:
+    """Take the reports stored for trace TRACE_ID in the attached workspace SCHEMA (a worker
+    process's, traceql.parallel) into the workspace on con, as store() would have kept them."""
+    con.execute(read_schema("stored_report.sql"))
+    try:
+        rows = con.execute(f'SELECT report, fingerprint, row_count FROM "{schema}".{REGISTRY} WHERE trace_id = ?',
+                           [trace_id]).fetchall()
+    except duckdb.CatalogException:  # the worker stored none
+        return
+    for by, fp, count in rows:
+        name = _table(by, fp)
+        _drop_other_versions(con, by, fp)
+        con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ? AND report = ?", [trace_id, by])
+        try:
+            con.execute(f'CREATE TABLE IF NOT EXISTS {name} AS SELECT * FROM "{schema}".{name} LIMIT 0')
+            con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
+            con.execute(f'INSERT INTO {name} SELECT * FROM "{schema}".{name} WHERE trace_id = ?', [trace_id])
+        except duckdb.Error as exc:  # rows another trace stored with other types: computed on demand
+            if is_interrupt(exc):
+                raise
+            continue
+        con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fp, count])
+
+
 def _stored_tables(con, by: str | None = None) -> list[str]:
     """The stored rows tables of report BY (of every report when None), of any version."""
     pattern = (_table(by, "") if by else "stored_[a-z_]+_") + "[0-9a-f]{16}"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import contract, stored
+from . import contract, ranks, stored
 from .detect import detect
 from .errors import WorkspaceError
 from .ingest import (DERIVED_TABLES, _drop_temp_objects, _errors_of, _free_staging, _ingest_one, check_writable,
@@ -171,6 +171,7 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
         con.execute(read_schema("derive/stats.sql"))
         con.execute("INSERT INTO ingest_stats SELECT trace_id, key, value, severity, detail FROM derived_stats "
                     "WHERE trace_id = ?", [trace_id])
+        _reidentify(con, trace_id)
         con.execute(
             "INSERT INTO ingest_stats VALUES (?, 'upgrade.without_source', NULL, 'warning', ?)",
             [trace_id, f"upgraded to contract {contract.CONTRACT_VERSION} from the workspace's own rows, since "
@@ -179,3 +180,17 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
         stored.store(con, trace_id)
     finally:
         con.execute("DETACH raw")
+
+
+def _reidentify(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
+    """The host, rank, local rank and world size of a trace upgraded without its source file,
+    with where each came from (traceql.ranks.identify_stored), from its stored row."""
+    path, host, rank, world_size, source_format = con.execute(
+        "SELECT path, host, rank, world_size, source_format FROM trace WHERE trace_id = ?", [trace_id]).fetchone()
+    ident = ranks.identify_stored(path, host, rank, world_size, source_format)
+    sets = ", ".join(f"{name} = ?, {name}_source = ?" for name in ranks.FIELDS)
+    con.execute(f"UPDATE trace SET {sets} WHERE trace_id = ?",
+                [f(name) for name in ranks.FIELDS for f in (ident.value, ident.source)] + [trace_id])
+    keys = [key for name in ranks.FIELDS for key in (f"trace.{name}", f"{name}.file_name_differs", f"{name}.ambiguous")]
+    con.execute("DELETE FROM ingest_stats WHERE trace_id = ? AND list_contains(?, key)", [trace_id, keys])
+    con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)", [(trace_id, *row) for row in ident.stats])

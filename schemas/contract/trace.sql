@@ -8,9 +8,14 @@ CREATE TABLE trace (
     exporter_version  VARCHAR,          -- version of the tool that wrote the file (EXPORT_PRODUCT_VERSION); NULL when the file does not say
     schema_version    VARCHAR,          -- export schema version stored in the file (EXPORT_SCHEMA_VERSION, nvprof Version); NULL when absent
     layout            VARCHAR NOT NULL, -- schemas/ adapter folder that read the file, e.g. 'nsys/v3'
-    host              VARCHAR,          -- host name recorded by the exporter, when present
-    rank              INTEGER,          -- rank of this file in a multi-rank job, when known (NULL otherwise): Kineto's distributedInfo.rank
-    world_size        INTEGER,          -- number of ranks of the job, when the trace records it (Kineto's distributedInfo.world_size), else NULL
+    host              VARCHAR,          -- the profiled machine (nsys: TARGET_INFO_SYSTEM_ENV Hostname, not the machine that ran nsys export), NULL when unknown; rule in traceql/ranks.py
+    host_source       ENUM('recorded', 'file name', 'user', 'exporter'), -- where host came from: 'recorded' in the trace, 'file name' (nsys -o %h_%p), 'user' (ingest --host), 'exporter' (EXPORT_HOST, the exporting machine, when nothing names the profiled one)
+    rank              INTEGER,          -- rank of this file in a multi-rank job (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID ... of the profiled process; Kineto's distributedInfo.rank; 'rank3' in the file name; ingest --rank), NULL when unknown
+    rank_source       ENUM('recorded', 'file name', 'user', 'exporter'), -- where rank came from: 'recorded' in the trace, 'file name', or 'user' (ingest --rank)
+    local_rank        INTEGER,          -- rank within its host (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID ...; 'local_rank3' in the file name), NULL when unknown
+    local_rank_source ENUM('recorded', 'file name', 'user', 'exporter'), -- where local_rank came from: 'recorded' or 'file name'
+    world_size        INTEGER,          -- number of ranks of the job (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS ...; Kineto's distributedInfo.world_size), NULL when the trace does not record it
+    world_size_source ENUM('recorded', 'file name', 'user', 'exporter'), -- where world_size came from: 'recorded'
     clock             VARCHAR NOT NULL, -- 'session' when ts counts ns from the session start, 'epoch' when ts is absolute Unix-epoch ns
     start_utc_ns      BIGINT,           -- UTC Unix-epoch ns of the session start (ts = 0 on the session clock); NULL when unknown
     utc_offset_ns     BIGINT,           -- add to any ts of this trace to get UTC Unix-epoch ns (aligns ranks); NULL when unknown
