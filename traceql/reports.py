@@ -36,6 +36,8 @@ REPORTS = {
     "layer": ("layer", {}),
     "breakdown": ("breakdown", {}),
     "source": ("source", {"group_by": "frame"}),
+    "rank": ("rank", {}),
+    "collective": ("collective", {}),
 }
 
 
