@@ -39,7 +39,7 @@ def test_ingest_info_sql_export(tmp_path):
     assert info.stdout.splitlines()[:3] == [
         f"trace 1: {src}",
         "  format   nsys 2022.2.1.31, schema 2.9.1 (layout nsys/v2)",
-        "  host     login03",
+        "  host     nid001608 (recorded)",  # the profiled node (TARGET_INFO_SYSTEM_ENV); EXPORT_HOST is login03
     ]
     assert "  GPUs     0 NVIDIA A100-SXM4-40GB" in info.stdout
     as_json = json.loads(traceql("--db", str(db), "info", "--format", "json").stdout)

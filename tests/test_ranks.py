@@ -337,3 +337,6 @@ def test_cli_ingest_rank_host_jobs(tmp_path):
     assert bad.returncode == 2 and "--jobs" in bad.stderr
     assert identity(db, "b.sqlite") == {"host": ("gpu3", "user"), "rank": (7, "user"), "local_rank": (None, None),
                                         "world_size": (None, None)}
+    info = cli("--db", db, "info").stdout.splitlines()
+    assert info[2:4] == ["  host     n1 (recorded)", "  rank     1 of 2 (recorded)"]
+    assert "  host     gpu3 (user)" in info and "  rank     7 (user)" in info

@@ -297,7 +297,18 @@ def info(obj: Context, fmt):
                    f"{'schema ' + r['schema_version'] if r['schema_version'] else 'no schema version'} "
                    f"(layout {r['layout']})")
         if r["host"]:
-            click.echo(f"  host     {printable(r['host'])}")
+            click.echo(f"  host     {printable(r['host'])} ({r['host_source']})")
+        if r["rank"] is not None or r["world_size"] is not None:
+            given = [(text, source) for text, value, source in (
+                (str(r["rank"]), r["rank"], r["rank_source"]), (f"of {r['world_size']}", r["world_size"],
+                                                                r["world_size_source"]),
+                (f"local rank {r['local_rank']}", r["local_rank"], r["local_rank_source"])) if value is not None]
+            if len({source for _, source in given}) == 1:  # '3 of 6, local rank 1 (recorded)'
+                line = " ".join(text for text, _ in given[:2]) + "".join(f", {t}" for t, _ in given[2:])
+                line += f" ({given[0][1]})"
+            else:
+                line = ", ".join(f"{text} ({source})" for text, source in given)
+            click.echo(f"  rank     {'unknown, ' if r['rank'] is None else ''}{line}")
         click.echo(f"  GPUs     {', '.join(r['gpus']) or 'none'}")
         if r["start_ts"] is None:
             click.echo("  span     none: the export holds no event with a time (no kernels, copies, API calls "

@@ -259,6 +259,10 @@ class Workspace:
             row["counts"] = {
                 view: self.con.execute(f"SELECT count(*) FROM {view} WHERE trace_id = ?", [tid]).fetchone()[0]
                 for view in COUNTED}
+            cur = self.con.execute("SELECT host_source, local_rank, world_size, rank_source, local_rank_source, "
+                                   "world_size_source FROM trace WHERE trace_id = ?", [tid])
+            row.update(zip([d[0] for d in cur.description], (str(v) if isinstance(v, str) else v
+                                                              for v in cur.fetchone())))
             from .render import warning_text
 
             c = row["counts"]
