@@ -12,7 +12,7 @@
 -- column total_ns: summed duration of the kernels in ns, over the ranks
 -- column avg_ns: total_ns / calls
 -- column min_rank_ns: the smallest of the ranks' summed durations in ns (0 for a rank that made no call)
--- column median_rank_ns: the median of the ranks' summed durations in ns
+-- column median_rank_ns: the median of the ranks' summed durations in ns (of an even number of ranks: the mean of the middle two, rounded down)
 -- column max_rank_ns: the largest of the ranks' summed durations in ns: the rank that waited longest for the others (max_rank_ns - min_rank_ns is how much longer)
 -- column least_rank: the rank (trace.rank; the trace id when it has none) with min_rank_ns: it waited least, so it arrived last: the likely straggler
 -- column name: kernel name (kernel.short_name, else kernel.name)
@@ -68,7 +68,7 @@ SELECT
     CAST(sum(g.total_ns) AS BIGINT) AS total_ns,
     CAST(sum(g.total_ns) / nullif(sum(g.calls), 0) AS BIGINT) AS avg_ns,
     min(g.total_ns) AS min_rank_ns,
-    CAST(median(g.total_ns) AS BIGINT) AS median_rank_ns,
+    CAST(floor(median(g.total_ns)) AS BIGINT) AS median_rank_ns,
     max(g.total_ns) AS max_rank_ns,
     arg_min(g.label, (g.total_ns, g.label)) AS least_rank,
     g.name

@@ -3,6 +3,7 @@
 -- param start: window start in ns on the trace clock (NULL: from the beginning of the trace)
 -- param end: window end in ns on the trace clock, exclusive (NULL: to the end of the trace)
 -- param origin: ns subtracted from every time written (0 for session-clock traces)
+-- param id_base: added to the id of every async range in the JSON (0; a timeline of several traces keeps each trace's ids apart with it)
 -- param from_ts: only events that start at or after this ns (NULL: no bound); a slice of the rows, to write them in parts
 -- param to_ts: only events that start before this ns (NULL: no bound)
 -- column section: 0 for events of CPU threads, 1 for GPU work; CPU rows come first
@@ -114,7 +115,7 @@ SELECT section, kind, id, pid, tid, device_id, context_id, stream_id, ts, end_ts
            || '","cat":"' || CASE kind WHEN 'range' THEN 'nvtx' WHEN 'async' THEN 'nvtx' WHEN 'mark' THEN 'nvtx_mark'
                                        WHEN 'api' THEN 'cuda_api' ELSE kind END
            || '","name":' || CAST(to_json(coalesce(name, '[unnamed]')) AS VARCHAR)
-           || CASE kind WHEN 'async' THEN ',"id":' || id ELSE '' END || ',' AS head,
+           || CASE kind WHEN 'async' THEN ',"id":' || (id + $id_base) ELSE '' END || ',' AS head,
        '"ts":' || printf('%s%d.%03d4', CASE WHEN rel_ts < 0 THEN '-' ELSE '' END, abs(rel_ts) // 1000, abs(rel_ts) % 1000)
            || CASE WHEN kind IN ('async', 'mark') THEN ''
                    ELSE ',"dur":' || printf('%d.%03d4', (end_ts - ts) // 1000, (end_ts - ts) % 1000) END

@@ -115,3 +115,43 @@ def test_cli_reports_at_80_columns(job):
     assert "node01.cluster" in subprocess.run(
         [sys.executable, "-m", "traceql", "--db", str(db), "report", "--by", "rank", "--format", "csv"],
         capture_output=True, text=True, cwd=REPO, timeout=120).stdout
+
+
+@pytest.mark.parametrize("measure", ["time", "compute"])
+def test_straggler_view_equals_the_files(job, measure):
+    """Per range name and per iteration: the fastest, median and slowest rank, and by how much;
+    with compute, rank 2 (1.3 times slower kernels) is the slowest of every iteration."""
+    job, ws, _ = job
+    files = {info["rank"]: info["file"] for info in job["ranks"]}
+    names, iterations = rank_oracle.straggler(files, measure)
+    got = {r["name"]: r for r in ws.report("straggler", measure=measure).to_pylist()}
+    assert sorted(got) == sorted(names) == ["backward", "forward", "train_step"]
+    for name, want in names.items():
+        row = got[name]
+        assert {k: row[k] for k in want} == want, name
+        assert row["behind_ns"] == want["max_ns"] - want["median_ns"]
+        assert row["behind_pct"] == pytest.approx(100 * row["behind_ns"] / want["median_ns"], abs=1e-9)
+    per = ws.report("straggler", measure=measure, per_iteration=True).to_pylist()
+    assert {(r["name"], r["iteration"]): {k: r[k] for k in ("ranks", "min_ns", "median_ns", "max_ns", "slowest_rank")}
+            for r in per} == iterations
+    assert len(per) == 3 * 6
+    behind = [r["behind_ns"] for r in per]
+    assert behind == sorted(behind, reverse=True)
+    if measure == "compute":
+        assert {r["slowest_rank"] for r in per} == {SLOW}
+        assert all((r["slowest_rank"], r["slowest_in"]) == (SLOW, 6) for r in got.values())
+        assert all(r["behind_pct"] > 20 for r in got.values())
+
+
+def test_straggler_leaves_out_names_of_one_rank_and_says_unmatched(job, tmp_path):
+    job, ws, db = job
+    copy = tmp_path / "ws.duckdb"
+    copy.write_bytes(db.read_bytes())
+    with traceql.open(copy, write=True) as w:
+        w.sql("UPDATE nvtx_range SET group_name = 'only_here' WHERE trace_id = 1 AND group_name = 'forward'")
+        w.sql("DELETE FROM nvtx_range WHERE trace_id = 3 AND group_name = 'backward' AND ts = "
+              "(SELECT max(ts) FROM nvtx_range WHERE trace_id = 3 AND group_name = 'backward')")
+        got = {r["name"]: r for r in w.report("straggler").to_pylist()}
+    assert "only_here" not in got and got["forward"]["ranks"] == 3
+    assert (got["backward"]["iterations"], got["backward"]["matched"]) == (5, False)
+    assert got["train_step"]["matched"] is True

@@ -59,8 +59,9 @@ REQUIRED = {  # phase -> keys an event of that phase must have (trace event form
 }
 
 
-def check_structure(doc):
-    """Assert that doc is a valid trace event file; return its events by phase."""
+def check_structure(doc, id_stride=None):
+    """Assert that doc is a valid trace event file; return its events by phase. id_stride: flow
+    ids are a trace's op ids plus a multiple of it (a timeline of several traces)."""
     assert set(doc) == {"traceEvents", "otherData"}
     events = doc["traceEvents"]
     assert isinstance(events, list)
@@ -141,7 +142,7 @@ def check_structure(doc):
         assert s["cat"] == f["cat"] == "launch" and s["name"] == f["name"]
         assert any(x["cat"] == "cuda_api" and ns(x["ts"]) <= ns(s["ts"]) <= ns(x["ts"]) + ns(x["dur"])
                    for _, _, x in tracks[(s["pid"], s["tid"])]), s
-        assert any(x["cat"] in ("kernel", "memcpy", "memset") and x["args"]["op_id"] == fid
+        assert any(x["cat"] in ("kernel", "memcpy", "memset") and x["args"]["op_id"] == fid % (id_stride or fid + 1)
                    and ns(x["ts"]) <= ns(f["ts"]) <= ns(x["ts"]) + ns(x["dur"])
                    for _, _, x in tracks[(f["pid"], f["tid"])]), f
     return by_phase
@@ -316,15 +317,17 @@ def test_window_options_only_for_perfetto(workspace, tmp_path):
     assert proc.returncode == 2 and "--start and --end apply to --format perfetto" in proc.stderr
 
 
-def test_several_traces_need_trace(tmp_path):
+def test_one_of_several_traces(tmp_path):
+    """--trace ID: one trace of several (all of them: tests/test_job_timeline.py)."""
     db = tmp_path / "two.duckdb"
     generate(tmp_path / "a.sqlite", layout="3", kernels=20, seed=1)
     generate(tmp_path / "b.sqlite", layout="2", kernels=20, seed=2)
     traceql.ingest([tmp_path / "a.sqlite", tmp_path / "b.sqlite"], db=db)
     with traceql.open(db) as ws:
-        with pytest.raises(UsageError, match=r"holds 2 traces \(1, 2\).*--trace ID"):
-            ws.export_perfetto(tmp_path / "x.json")
         result = ws.export_perfetto(tmp_path / "x.json", trace_id=2, start="+0", end="+1ms")
+        with pytest.raises(UsageError, match="--align-clocks lines up the clocks of several traces; this timeline "
+                                             "shows one"):
+            ws.export_perfetto(tmp_path / "y.json", trace_id=2, align_clocks=True)
     assert result.trace_id == 2
     check_structure(json.loads((tmp_path / "x.json").read_text()))
 

@@ -500,9 +500,10 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
 
 @cli.command()
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "perfetto", "folded"]), default="parquet",
-              show_default=True, help="csv, parquet: every view as a file in the -o directory; perfetto: one "
-                                      "trace as a timeline (Chrome trace event JSON); folded: the kernels' GPU "
-                                      "time per call stack for flame graphs (-o FILE).")
+              show_default=True, help="csv, parquet: every view as a file in the -o directory; perfetto: a "
+                                      "timeline (Chrome trace event JSON) of one trace, or of all, each a "
+                                      "process group; folded: the kernels' GPU time per call stack for flame "
+                                      "graphs (-o FILE).")
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), required=True,
               help="Directory to write into (created if needed); with --format perfetto the file "
                    "(.json, or .json.gz compressed).")
@@ -512,6 +513,9 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
               help="perfetto: start of the window: ns on the trace clock, or with a unit (1.5s, 200ms, 50us); "
                    "+TIME counts from the trace's first event.")
 @click.option("--end", default=None, metavar="TIME", help="perfetto: end of the window (exclusive), like --start.")
+@click.option("--align-clocks", is_flag=True,
+              help="perfetto, several traces: take each host's clock skew, estimated from collective kernels "
+                   "(report --by clock), off its traces' times.")
 @click.option("--overwrite", is_flag=True, help="Replace files that already exist.")
 @click.option("--partition-by", "partition_by", type=click.Choice(["trace"]), default=None,
               help="parquet: Hive-style partitions VIEW/trace_id=N/ with a manifest, for Spark "
@@ -520,15 +524,19 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
               help="With --partition-by trace: add this to the trace ids written, so that workspaces "
                    "ingested apart (one per rank) fill one export without clashing.")
 @click.pass_obj
-def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrite, partition_by, trace_id_offset):
+def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, align_clocks, overwrite, partition_by,
+           trace_id_offset):
     """Write every contract view as a CSV or Parquet file, for pandas, polars or Spark; or
-    one trace as a timeline for ui.perfetto.dev and chrome://tracing (--format perfetto).
+    a timeline for ui.perfetto.dev and chrome://tracing (--format perfetto).
 
     \b
     The timeline: NVTX ranges and CUDA API calls on their CPU threads, kernels, copies and
     memsets on their GPU and stream, arrows from each launching call to its GPU work.
     --start/--end keep the events that overlap the window (whole, not clipped), so a
-    large trace stays small enough to open.
+    large trace stays small enough to open. A workspace of several traces (the ranks of a
+    job) gives one timeline of all, each trace a process group named for its rank and host,
+    on one UTC axis (--start/--end on it: +TIME from the job's first event); --trace ID
+    gives one.
     """
     check_output(out_dir, folder=fmt not in ("perfetto", "folded"))
     if fmt == "folded":
@@ -544,12 +552,15 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrit
         with obj.open() as ws:
             if fmt == "perfetto":
                 if per_trace:
-                    raise UsageError("--per-trace applies to csv and parquet; a timeline shows one trace (--trace ID)")
+                    raise UsageError("--per-trace applies to csv and parquet; a timeline shows every trace, each "
+                                     "a process group, or one (--trace ID)")
                 result = ws.export_perfetto(out_dir, trace_id=trace_id, start=start, end=end, overwrite=overwrite,
-                                            progress=progress)
+                                            progress=progress, align_clocks=align_clocks)
             else:
                 if start is not None or end is not None:
                     raise UsageError("--start and --end apply to --format perfetto")
+                if align_clocks:
+                    raise UsageError("--align-clocks applies to --format perfetto")
                 files = ws.export(out_dir, fmt, trace_id=trace_id, per_trace=per_trace, overwrite=overwrite,
                                   progress=progress, partition_by=partition_by, trace_id_offset=trace_id_offset)
     finally:
@@ -564,7 +575,8 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, overwrit
     labels = {"range": "NVTX range", "async": "start/end range", "mark": "NVTX mark", "api": "API call",
               "kernel": "kernel", "memcpy": "copy", "memset": "memset", "flow": "launch arrow"}
     parts = ", ".join(f"{n:,} {plural(n, label)}" for kind, label in labels.items() if (n := result.counts.get(kind)))
-    click.echo(f"wrote trace {result.trace_id}{window} to {out_dir}: {parts or 'no events'}")
+    what = f"trace {result.trace_id}" if result.trace_id is not None else f"{len(result.trace_ids)} traces"
+    click.echo(f"wrote {what}{window} to {out_dir}: {parts or 'no events'}")
     if result.overlap_tracks:
         click.echo(f"  {result.overlap_tracks} extra track(s) hold events that partly overlap others on their thread or stream")
 
@@ -641,6 +653,10 @@ give times in ns; tables show readable units, or --unit.
               help="op: peak TFLOP/s for the roofline instead of the GPU's (device_peak).")
 @click.option("--peak-gbps", type=click.FloatRange(min=0, min_open=True), default=None, metavar="GBPS",
               help="op: peak memory bandwidth in GB/s for the roofline instead of the GPU's.")
+@click.option("--measure", type=click.Choice(["time", "compute"]), default="time", show_default=True,
+              help="straggler: compare the ranges' durations, or the compute kernel time launched inside them.")
+@click.option("--per-iteration", is_flag=True,
+              help="straggler: a row per iteration (the i-th range of a name on every rank) instead of per name.")
 @click.option("--recompute", is_flag=True,
               help="Compute the report from the tables even when ingest stored it (kernel, api, gpu and range "
                    "with their default options store one per trace; the rows are the same).")
@@ -654,13 +670,14 @@ give times in ns; tables show readable units, or --unit.
 @engine_options
 @click.pass_context
 def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
-           max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps, recompute, range_names,
-           range_words):
+           max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps, measure, per_iteration, recompute,
+           range_names, range_words):
     for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range or source"),
                                  ("--depth", "max_depth", "range"), ("--match", "match", "range"),
                                  ("--domain", "domain", "range"), ("--with-shapes", "with_shapes", "op"),
                                  ("--level", "level", "op"), ("--peak-tflops", "peak_tflops", "op"),
-                                 ("--peak-gbps", "peak_gbps", "op")):
+                                 ("--peak-gbps", "peak_gbps", "op"), ("--measure", "measure", "straggler"),
+                                 ("--per-iteration", "per_iteration", "straggler")):
         if by not in owner.split(" or ") and ctx.get_parameter_source(param) != click.core.ParameterSource.DEFAULT:
             raise UsageError(f"{option} applies to --by {owner} only")
     check_unit(unit, fmt)
@@ -675,6 +692,8 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
             raise UsageError(f"--group {group_by}: --by {by} groups by {' or '.join(groupings[by])}")
         if by == "source":
             params = {"group_by": group_by}
+    if by == "straggler":
+        params = {"measure": measure, "per_iteration": per_iteration}
     obj: Context = ctx.obj
     check_output(output)
     with obj.open() as ws:
@@ -991,7 +1010,7 @@ def reports_cmd(name):
         click.echo(f"  input view (--where): {q.input}")
         width = max(len(c.name) for c in q.columns.values())
         for c in q.columns.values():
-            cond = f" [with {c.when}]" if c.when else ""
+            cond = "" if not c.when else (f" [without {c.when[4:]}]" if c.when.startswith("not ") else f" [with {c.when}]")
             click.echo(f"  {c.name:<{width}}  {c.doc}{cond}")
         click.echo("")
 

@@ -5,7 +5,8 @@ name. The header comment gives a one-line description and the parameters:
     -- param NAME: description
     -- input: VIEW                    (reports: the contract view --where filters)
     -- column NAME: description       (each output column; 'column NAME if PARAM:' when the
-                                       column is shown only when PARAM is true)
+                                       column is shown only when PARAM is true, 'if not PARAM:'
+                                       only when it is false)
     -- label NAME: header             (the column's header in tables for people)
     -- default NAME: value            (the parameter's value when none is given; else NULL)
     SELECT ... $NAME ...
@@ -41,7 +42,7 @@ ENV = "TRACEQL_QUERIES"
 _HEAD = re.compile(r"^--\s*([\w/-]+):\s*(.+)$")
 _PARAM = re.compile(r"^--\s*param\s+(\w+):\s*(.+)$")
 _INPUT = re.compile(r"^--\s*input:\s*(\w+)\s*$")
-_COLUMN = re.compile(r"^--\s*column\s+(\w+)(?:\s+if\s+(\w+))?:\s*(.+)$")
+_COLUMN = re.compile(r"^--\s*column\s+(\w+)(?:\s+if\s+((?:not\s+)?\w+))?:\s*(.+)$")
 _LABEL = re.compile(r"^--\s*label\s+(\w+):\s*(.+)$")
 _DEFAULT = re.compile(r"^--\s*default\s+(\w+):\s*(.+)$")
 
@@ -50,7 +51,15 @@ _DEFAULT = re.compile(r"^--\s*default\s+(\w+):\s*(.+)$")
 class Column:
     name: str
     doc: str
-    when: str | None = None  # shown only when this parameter is true
+    when: str | None = None  # shown only when this parameter is true ('not PARAM': when it is false)
+
+    def shown(self, values: dict) -> bool:
+        """Whether the column is in the result for these parameter values."""
+        if self.when is None:
+            return True
+        if self.when.startswith("not "):
+            return not values.get(self.when[4:].strip())
+        return bool(values.get(self.when))
 
 
 @dataclass

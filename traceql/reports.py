@@ -38,6 +38,8 @@ REPORTS = {
     "source": ("source", {"group_by": "frame"}),
     "rank": ("rank", {}),
     "collective": ("collective", {}),
+    "straggler": ("straggler", {"measure": "time", "per_iteration": False}),
+    "clock": ("clock", {}),
 }
 
 
@@ -51,7 +53,7 @@ def report_columns(by: str, **params) -> list[str]:
     """The columns report BY shows with these parameters, in order."""
     q = report_query(by)
     values = {**REPORTS[by][1], **params}
-    return [c.name for c in q.columns.values() if c.when is None or values.get(c.when)]
+    return [c.name for c in q.columns.values() if c.shown(values)]
 
 
 def input_columns(view: str) -> list[str]:
@@ -105,7 +107,7 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
             table = rangefilter.add_share(table, by, found, per_trace)
 
     values["range"] = ranged is not None  # shows range_pct ('-- column range_pct if range')
-    shown = [c.name for c in q.columns.values() if c.when is None or values.get(c.when)]
+    shown = [c.name for c in q.columns.values() if c.shown(values)]
     missing = set(shown) - set(table.column_names)
     if missing:  # the query and its documentation disagree: a bug, not a usage error
         raise RuntimeError(f"queries/{q.name}.sql: documented columns missing from its result: {sorted(missing)}")

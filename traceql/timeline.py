@@ -79,11 +79,12 @@ def parse_time(text: str | int | None, option: str = "time") -> tuple[int | None
 @dataclass
 class TimelineResult:
     path: Path
-    trace_id: int
-    start: int | None  # the window on the trace clock, in ns (None: open)
+    trace_id: int | None  # None for a timeline of several traces (trace_ids)
+    start: int | None  # the window on the trace clock (several traces: the UTC axis), in ns (None: open)
     end: int | None
     counts: dict[str, int] = field(default_factory=dict)  # events per kind, and 'flow' arrows
     overlap_tracks: int = 0  # extra tracks made for partly overlapping events
+    trace_ids: list[int] = field(default_factory=list)  # several traces in one timeline (traceql.job_timeline)
 
     @property
     def events(self) -> int:
@@ -146,7 +147,8 @@ def export_perfetto(ws, output, trace_id: int | None = None, start=None, end=Non
     origin = first if trace["clock"] == "epoch" else 0
     result = TimelineResult(output, trace_id, start_ns, end_ns)
     query = library.get("timeline")
-    params = library.bind(query, {"trace_id": trace_id, "start": start_ns, "end": end_ns, "origin": origin})
+    params = library.bind(query, {"trace_id": trace_id, "start": start_ns, "end": end_ns, "origin": origin,
+                                  "id_base": 0})
     total, parts = _parts(ws, query, params)
     progress.start(f"writing {output.name}", total)
 
@@ -155,21 +157,30 @@ def export_perfetto(ws, output, trace_id: int | None = None, start=None, end=Non
     opener = gzip.open if output.name.endswith(".gz") else open
     try:
         with opener(tmp, "wt", encoding="utf-8", newline="\n") as out:
+            out.write('{"traceEvents":[\n')
             writer = _Writer(out, ws, trace_id, origin, result)
-            done = 0
-            for from_ts, to_ts in parts:
-                reader = ws.execute(query.sql, {**params, "from_ts": from_ts, "to_ts": to_ts}) \
-                    .to_arrow_reader(BATCH_ROWS)
-                for batch in reader:
-                    writer.rows(batch)
-                    done += batch.num_rows
-                    progress.update(done, detail=f"{done:,} events")
-            writer.finish(trace, start_ns, end_ns)
+            write_rows(ws, writer, query, params, parts, progress)
+            writer.write(writer.names())
+            other = {"generator": f"traceql {__version__}", "trace_id": trace["trace_id"], "source": trace["path"],
+                     "clock": trace["clock"], "origin_ns": origin, "window_start_ns": start_ns,
+                     "window_end_ns": end_ns, "events": result.counts}
+            out.write('\n],\n"otherData":' + json.dumps(other) + "}\n")
         os.replace(tmp, output)
     finally:
         if tmp.exists():
             tmp.unlink()
     return result
+
+
+def write_rows(ws, writer, query, params, parts, progress, done: int = 0) -> int:
+    """Stream the rows of the timeline query, part after part, through writer; the rows done."""
+    for from_ts, to_ts in parts:
+        reader = ws.execute(query.sql, {**params, "from_ts": from_ts, "to_ts": to_ts}).to_arrow_reader(BATCH_ROWS)
+        for batch in reader:
+            writer.rows(batch)
+            done += batch.num_rows
+            progress.update(done, detail=f"{done:,} events")
+    return done
 
 
 def _parts(ws, query, params) -> tuple[int, list[tuple]]:
@@ -197,31 +208,32 @@ def _pick_trace(ws, trace_id):
         raise UsageError(f"{ws.path}: no traces yet; ingest one first")
     if len(ids) > 1:
         raise UsageError(f"the workspace holds {len(ids)} traces ({', '.join(map(str, ids))}); "
-                         "a timeline shows one: choose it with --trace ID")
+                         "this timeline shows one: choose it with --trace ID")
     return ids[0]
 
 
 class _Writer:
     """Streams the rows of queries/timeline.sql out as trace events, then the names."""
 
-    def __init__(self, out, ws, trace_id, origin, result: TimelineResult):
+    def __init__(self, out, ws, trace_id, origin, result: TimelineResult, ids: _Ids | None = None,
+                 id_base: int = 0, first: bool = True):
         self.out = out
         self.origin = origin
         self.result = result
+        self.id_base = id_base  # added to flow ids (and, in queries/timeline.sql, async ids)
         q = library.get("timeline_names")
         names = ws.execute(q.sql, library.bind(q, {"trace_id": trace_id})).to_arrow_table().to_pylist()
         self.threads = {(r["pid"], r["tid"]): r for r in names if r["kind"] == "thread"}
         self.devices = {r["device_id"]: r["name"] for r in names if r["kind"] == "device"}
         used = {v for r in names for v in (r["pid"], r["tid"]) if v is not None}
-        self.ids = _Ids(used)
+        self.ids = ids if ids is not None else _Ids(used)
         self.gpu_pid = {d: self.ids.take() for d in sorted(self.devices)}
         self.tracks: dict[tuple, _Track] = {}  # (pid, tid) of a thread, (device, context, stream) of a stream
         self.cpu_pid: dict = {}  # OS pid -> pid written (itself when it fits 32 bits)
         self.cpu_tid: dict = {}  # (pid, tid, lane) -> tid written
         self.streams: dict = {}  # (device, context, stream, lane) -> tid written
         self.api_track: dict[int, str] = {}  # api_id -> ids of its lane, for calls moved to an overlap lane
-        self.first = True
-        out.write('{"traceEvents":[\n')
+        self.first = first  # no event written to out yet
 
     # -- ids -----------------------------------------------------------------------------
     def pid_of(self, pid):
@@ -297,8 +309,9 @@ class _Writer:
                 call = api_track.get(api_id)
                 if call is None:
                     call = (tracks.get((api_pid, api_tid)) or self.track((api_pid, api_tid))).ids[0]
-                out.append(f'{{"ph":"s","cat":"launch","name":"launch","id":{id_},{call}{flow_start}')
-                out.append(f'{{"ph":"f","bp":"e","cat":"launch","name":"launch","id":{id_},{ids}{flow_end}')
+                fid = id_ + self.id_base
+                out.append(f'{{"ph":"s","cat":"launch","name":"launch","id":{fid},{call}{flow_start}')
+                out.append(f'{{"ph":"f","bp":"e","cat":"launch","name":"launch","id":{fid},{ids}{flow_end}')
         self.write(out)
 
     def write(self, events: list[str]) -> None:
@@ -308,13 +321,10 @@ class _Writer:
         self.first = False
 
     # -- names ---------------------------------------------------------------------------
-    def finish(self, trace, start_ns, end_ns) -> None:
+    def names(self) -> list[str]:
+        """The metadata events naming the processes and threads written."""
         meta = []
-
-        def name(kind, pid, tid, value, sort_index):
-            ids = f'"pid":{pid}' if tid is None else f'"pid":{pid},"tid":{tid}'
-            meta.append(f'{{"ph":"M","name":"{kind}_name",{ids},"args":{{"name":{json.dumps(value)}}}}}')
-            meta.append(f'{{"ph":"M","name":"{kind}_sort_index",{ids},"args":{{"sort_index":{sort_index}}}}}')
+        name = _namer(meta)
 
         process_names = {}
         for (pid, tid), row in self.threads.items():
@@ -351,11 +361,19 @@ class _Writer:
                 label += f" (overlap {lane})"
                 self.result.overlap_tracks += 1
             name("thread", self.gpu_pid[device], tid, label, rank)
-        self.write(meta)
-        other = {"generator": f"traceql {__version__}", "trace_id": trace["trace_id"], "source": trace["path"],
-                 "clock": trace["clock"], "origin_ns": self.origin, "window_start_ns": start_ns,
-                 "window_end_ns": end_ns, "events": self.result.counts}
-        self.out.write('\n],\n"otherData":' + json.dumps(other) + "}\n")
+        return meta
+
+
+def _namer(meta: list[str]):
+    """name(kind, pid, tid, value, sort_index): append the name and sort index events of a
+    process (tid None) or thread to meta."""
+
+    def name(kind, pid, tid, value, sort_index):
+        ids = f'"pid":{pid}' if tid is None else f'"pid":{pid},"tid":{tid}'
+        meta.append(f'{{"ph":"M","name":"{kind}_name",{ids},"args":{{"name":{json.dumps(value)}}}}}')
+        meta.append(f'{{"ph":"M","name":"{kind}_sort_index",{ids},"args":{{"sort_index":{sort_index}}}}}')
+
+    return name
 
 
 def _key(value):

@@ -325,9 +325,19 @@ class Workspace:
         return written
 
     def export_perfetto(self, output: str | os.PathLike, trace_id: int | None = None, start=None, end=None,
-                        overwrite: bool = False, progress=None):
-        """Write one trace, or its window [start, end), as a Chrome trace event JSON timeline for
-        ui.perfetto.dev and chrome://tracing (see traceql.timeline.export_perfetto)."""
+                        overwrite: bool = False, progress=None, align_clocks: bool = False):
+        """Write a Chrome trace event JSON timeline for ui.perfetto.dev and chrome://tracing: one
+        trace (trace_id, or the workspace's only one; traceql.timeline.export_perfetto), or
+        every trace of the workspace on one UTC axis, each a process group, with align_clocks
+        each host's estimated skew taken off (traceql.job_timeline). start and end: a window."""
+        ids = self.trace_ids()
+        if trace_id is None and len(ids) > 1:
+            from .job_timeline import export_job_perfetto
+
+            return export_job_perfetto(self, output, ids, start=start, end=end, overwrite=overwrite,
+                                       align_clocks=align_clocks, progress=progress)
+        if align_clocks:
+            raise UsageError("--align-clocks lines up the clocks of several traces; this timeline shows one")
         from .timeline import export_perfetto
 
         return export_perfetto(self, output, trace_id=trace_id, start=start, end=end, overwrite=overwrite,

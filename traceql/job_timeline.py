@@ -1,0 +1,156 @@
+"""Several traces (the ranks of a job) as one timeline: Chrome trace event JSON for
+ui.perfetto.dev and chrome://tracing.
+
+Each trace is one process group of the timeline, named for its rank and host ('rank 3 ·
+node01 · trace 4'), sorted by rank: its CPU threads ('python3 · pid 20021', with the tid)
+and its GPU streams ('GPU 1 · Stream 7') are threads of that process, every tid synthetic
+(from 1,000,000,000 up, one id space for the file), so ranks never share a track even when
+their OS pids or device ids are the same. Events, lanes for partly overlapping slices, launch
+arrows and the window rule are traceql.timeline's, trace after trace.
+
+Times: every trace goes on the UTC axis (traceql.clocks: ts + trace.utc_offset_ns, minus its
+host's estimated skew with align_clocks), and the job's first event there is time 0
+(otherData.origin_utc_ns says which UTC ns that is). start and end are on that axis: '+1.5s'
+counts from the job's first event, a plain number is UTC epoch ns. Flow and async-range ids
+are a trace's own ids plus its position times ID_STRIDE, unique in the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+from . import __version__, library
+from .clocks import placements
+from .errors import UsageError
+from .progress import as_progress
+from .timeline import TimelineResult, _Ids, _namer, _parts, _Writer, _key, parse_time, write_rows
+
+ID_STRIDE = 2**40  # a trace's ids stay below it; times 8192 traces it stays below 2**53 (exact in JSON)
+
+
+class _RankWriter(_Writer):
+    """A trace's events as threads of one process (its group): every tid synthetic."""
+
+    def __init__(self, out, ws, trace_id, origin, result, ids, id_base, first, group_pid):
+        self.group_pid = group_pid
+        super().__init__(out, ws, trace_id, origin, result, ids=ids, id_base=id_base, first=first)
+        self.gpu_pid = {d: group_pid for d in self.devices}
+
+    def pid_of(self, pid):
+        self.cpu_pid.setdefault(pid, self.group_pid)
+        return self.group_pid
+
+    def lane_ids(self, key: tuple, lane: int) -> str:
+        t = self.ids.take()
+        if len(key) == 2:
+            self.cpu_pid.setdefault(key[0], self.group_pid)
+            self.cpu_tid[(*key, lane)] = t
+        else:
+            self.gpu_pid.setdefault(key[0], self.group_pid)
+            self.streams[(*key, lane)] = t
+        return f'"pid":{self.group_pid},"tid":{t},'
+
+    def names(self, label: str = "", sort_index: int = 0) -> list[str]:
+        meta: list[str] = []
+        name = _namer(meta)
+        name("process", self.group_pid, None, label, sort_index)
+        rank = 0
+        for (os_pid, os_tid, lane), tid in sorted(self.cpu_tid.items(), key=lambda kv: (
+                _key(kv[0][0]), kv[0][1] != kv[0][0], _key(kv[0][1]), kv[0][2])):
+            row = self.threads.get((os_pid, os_tid)) or {}
+            text = row.get("name") or "thread"
+            text += f" · pid {'?' if os_pid is None else os_pid} · tid {'?' if os_tid is None else os_tid}"
+            if lane:
+                text += f" (overlap {lane})"
+                self.result.overlap_tracks += 1
+            name("thread", self.group_pid, tid, text, rank)
+            rank += 1
+        contexts: dict = {}
+        for device, context, _, _ in self.streams:
+            contexts.setdefault(device, set()).add(context)
+        for (device, context, stream, lane), tid in sorted(self.streams.items(),
+                                                           key=lambda kv: tuple(_key(v) for v in kv[0])):
+            model = self.devices.get(device)
+            text = ("GPU ?" if device is None else f"GPU {device}") + (f" ({model})" if model else "")
+            text += " · " + ("stream ?" if stream is None else f"Stream {stream}")
+            if len(contexts[device]) > 1:
+                text += f" (context {context})"
+            if lane:
+                text += f" (overlap {lane})"
+                self.result.overlap_tracks += 1
+            name("thread", self.group_pid, tid, text, rank)
+            rank += 1
+        return meta
+
+
+def export_job_perfetto(ws, output, trace_ids: list[int], start=None, end=None, overwrite: bool = False,
+                        align_clocks: bool = False, progress=None) -> TimelineResult:
+    """Write the traces TRACE_IDS (or their window [start, end) on the UTC axis) as one
+    timeline to `output` (gzip-compressed when the name ends in .gz), each trace a process
+    group; with align_clocks, each host's estimated clock skew taken off (see the module doc)."""
+    progress = as_progress(progress)
+    if len(trace_ids) > 8192:
+        raise UsageError(f"{len(trace_ids)} traces: one timeline holds at most 8192")
+    placed = placements(ws, trace_ids, align_clocks)
+    spans = dict(ws.execute("SELECT trace_id, start_ts FROM trace").fetchall())
+    origin = min((spans[p.trace_id] or 0) + p.shift_ns for p in placed)
+    start_ns, start_rel = parse_time(start, "--start")
+    end_ns, end_rel = parse_time(end, "--end")
+    if start_rel:
+        start_ns += origin
+    if end_rel:
+        end_ns += origin
+    if start_ns is not None and end_ns is not None and end_ns <= start_ns:
+        raise UsageError(f"--end {end} is not after --start {start}")
+    output = Path(output)
+    if output.exists() and not overwrite:
+        raise UsageError(f"{output}: exists; use --overwrite to replace it")
+    if output.is_dir():
+        raise UsageError(f"{output}: is a directory; --format perfetto writes one file")
+
+    result = TimelineResult(output, None, start_ns, end_ns)
+    query = library.get("timeline")
+    plans = []
+    total = 0
+    for i, p in enumerate(placed):  # each trace's window and origin on its own clock
+        shift = p.shift_ns
+        params = library.bind(query, {
+            "trace_id": p.trace_id, "start": None if start_ns is None else start_ns - shift,
+            "end": None if end_ns is None else end_ns - shift, "origin": origin - shift, "id_base": i * ID_STRIDE})
+        n, parts = _parts(ws, query, params)
+        total += n
+        plans.append((i, p, params, parts))
+    progress.start(f"writing {output.name}", total)
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(output.name + ".part")
+    opener = gzip.open if output.name.endswith(".gz") else open
+    ids = _Ids(set())
+    try:
+        with opener(tmp, "wt", encoding="utf-8", newline="\n") as out:
+            out.write('{"traceEvents":[\n')
+            first, done = True, 0
+            for i, p, params, parts in plans:
+                writer = _RankWriter(out, ws, p.trace_id, params["origin"], result, ids, i * ID_STRIDE, first,
+                                     ids.take())
+                done = write_rows(ws, writer, query, params, parts, progress, done)
+                label = " · ".join(filter(None, (
+                    f"rank {p.rank}" if p.rank is not None else None, p.host, f"trace {p.trace_id}")))
+                writer.write(writer.names(label, i))
+                first = writer.first
+            other = {"generator": f"traceql {__version__}", "traces": [
+                         {"trace_id": p.trace_id, "rank": p.rank, "host": p.host, "shift_ns": p.shift_ns,
+                          "skew_ns": p.skew_ns, "aligned": p.aligned} for p in placed],
+                     "axis": "UTC epoch ns" + (", host clock skew taken off" if align_clocks else ""),
+                     "origin_utc_ns": origin, "window_start_ns": start_ns, "window_end_ns": end_ns,
+                     "events": result.counts}
+            out.write('\n],\n"otherData":' + json.dumps(other) + "}\n")
+        os.replace(tmp, output)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    result.trace_ids = [p.trace_id for p in placed]
+    return result
