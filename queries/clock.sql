@@ -6,13 +6,13 @@
 -- column rank: rank of the trace (trace.rank)
 -- column host: the profiled machine (trace.host): the ranks of one host share its clock; a trace without a host is a clock of its own
 -- column clock: 'session' (ts counts from the session start) or 'epoch' (ts is UTC epoch ns already; trace.clock)
--- column start_utc: the trace's first event on the UTC axis (trace.start_ts + trace.utc_offset_ns, as text: '2024-10-01 10:39:44.419406547'), by its own clock; NULL when the trace does not record its UTC offset, and it is left out of the estimate
+-- column started_ns: when the trace's first event happened on the UTC axis (trace.start_ts + trace.utc_offset_ns, by its own clock, skew not taken off), after the earliest first event of the traces shown, in ns; NULL when the trace does not record its UTC offset, and it is left out of the estimate
 -- column collectives: collective kernels of this trace's clock matched with the reference clock's (by name and order); 0 for a clock that shares none
 -- column skew_ns: the clock's estimated skew against the reference clock in ns: the median, over the matched collectives, of (its ranks' median end - the reference ranks' median end), on the UTC axis; subtract it to align (NULL when nothing is matched; 0 for the reference)
 -- column min_gap_ns: the smallest of those gaps in ns: with max_gap_ns, how far single collectives disagree with skew_ns (ranks that leave a collective at different times, or a drifting clock)
 -- column max_gap_ns: the largest of those gaps in ns
 -- column reference: true for the traces on the reference clock: the host of the lowest rank (of the lowest trace id without ranks)
--- label start_utc: start (UTC)
+-- label started_ns: started
 -- label skew_ns: skew
 -- label min_gap_ns: min gap
 -- label max_gap_ns: max gap
@@ -67,7 +67,8 @@ estimate AS (
     FROM gaps
     GROUP BY clock_id
 )
-SELECT t.trace_id, t.rank, t.host, t.clock, strftime(make_timestamp_ns(t.start_ts + t.utc_offset_ns), '%Y-%m-%d %H:%M:%S.%n') AS start_utc,
+SELECT t.trace_id, t.rank, t.host, t.clock,
+       t.start_ts + t.utc_offset_ns - min(t.start_ts + t.utc_offset_ns) OVER () AS started_ns,
        coalesce(e.collectives, 0) AS collectives,
        e.skew_ns, e.min_gap_ns, e.max_gap_ns, t.clock_id = (SELECT clock_id FROM ref) AS reference
 FROM traces t

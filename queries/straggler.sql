@@ -2,7 +2,7 @@
 -- input: nvtx_range
 -- param trace_id: only this trace (NULL: every trace in the workspace; a straggler view needs several)
 -- param per_trace: accepted for symmetry with the other reports: rows compare traces, never split by them
--- param measure: 'time' (default): the ranges' durations (wall time on their thread); 'compute': the time of the compute kernels launched inside them (launch.category 'compute', summed: communication kernels, which wait for the other ranks, left out)
+-- param measure: 'time' (default): the ranges' durations (traceql.reports refuses other values) (wall time on their thread); 'compute': the time of the compute kernels launched inside them (launch.category 'compute', summed: communication kernels, which wait for the other ranks, left out)
 -- default measure: time
 -- param per_iteration: true to give each iteration (occurrence) its own row instead of one row per range name
 -- default per_iteration: false
@@ -48,8 +48,7 @@ compute AS (  -- compute kernel time launched inside each range, only for measur
 ),
 measured AS (
     SELECT x.trace_id, coalesce(t.rank, t.trace_id) AS label, x.name, x.iteration,
-           CAST(CASE $measure WHEN 'time' THEN x.dur WHEN 'compute' THEN coalesce(c.ns, 0)
-                ELSE error('measure: ''time'' or ''compute'', not ''' || $measure || '''') END AS BIGINT) AS ns
+           CAST(CASE WHEN $measure = 'compute' THEN coalesce(c.ns, 0) ELSE x.dur END AS BIGINT) AS ns
     FROM ranges x
     JOIN trace t ON t.trace_id = x.trace_id
     LEFT JOIN compute c ON c.trace_id = x.trace_id AND c.range_id = x.range_id

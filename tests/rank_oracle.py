@@ -41,6 +41,13 @@ def memory_ops(path):
 def span(path) -> int:
     """Last end minus first start of any kernel, copy, memset, API call (without nsys's
     backtrace duplicates), NVTX range or mark."""
+    lo, hi = bounds(path)
+    return hi - lo
+
+
+def bounds(path) -> tuple[int, int]:
+    """First start and last end of any kernel, copy, memset, API call (without nsys's backtrace
+    duplicates), NVTX range or mark."""
     have = tables(path)
     parts = ["SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"]
     parts += [f"SELECT start, end FROM {t}" for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
@@ -48,7 +55,7 @@ def span(path) -> int:
     parts.append("SELECT start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass <> 67")
     parts.append("SELECT start, coalesce(end, start) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)")
     [(lo, hi)] = rows(path, f"SELECT min(start), max(end) FROM ({' UNION ALL '.join(parts)})")
-    return hi - lo
+    return lo, hi
 
 
 def union(intervals):

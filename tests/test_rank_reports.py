@@ -143,6 +143,12 @@ def test_straggler_view_equals_the_files(job, measure):
         assert all(r["behind_pct"] > 20 for r in got.values())
 
 
+def test_straggler_measure_is_checked(job):
+    _, ws, _ = job
+    with pytest.raises(traceql.UsageError, match="measure 'gpu': 'time' .* or 'compute'"):
+        ws.report("straggler", measure="gpu")
+
+
 def test_straggler_leaves_out_names_of_one_rank_and_says_unmatched(job, tmp_path):
     job, ws, db = job
     copy = tmp_path / "ws.duckdb"

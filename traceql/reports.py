@@ -82,6 +82,9 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     values = {**defaults, **{k: v for k, v in params.items() if v is not None}}
     if "match" in values and not values["match"]:
         values.pop("match")
+    if by == "straggler" and values.get("measure") not in ("time", "compute"):
+        raise UsageError(f"measure {values.get('measure')!r}: 'time' (the ranges' durations) or 'compute' (the "
+                         "compute kernel time launched inside them)")
     values["trace_id"] = trace_id
     values["per_trace"] = bool(per_trace)
     ranged = rangefilter.selection(range, range_match)
