@@ -839,9 +839,14 @@ def test_ctrl_c_while_the_extension_loads_stops_the_ingest(workspace, tmp_path, 
 
 def interrupt_after(args, seconds, **kw):
     """Run traceql ARGS, send SIGINT once it has used SECONDS of CPU time (so that it is at work,
-    not starting, however loaded the machine), and return (exit code, stdout, stderr)."""
+    not starting, however loaded the machine), and return (exit code, stdout, stderr).
+
+    The child starts with SIGINT's default action, as in a terminal: a suite started in the
+    background by a shell without job control (`make test &`) ignores SIGINT, its children inherit
+    that, and Python then never sees the signal (the query ran on, the ingest ended with exit 0)."""
     proc = subprocess.Popen([sys.executable, "-m", "traceql", *args], cwd=REPO, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             env={**os.environ, "PYTHONPATH": str(REPO), **kw.get("env", {})})
     ticks = os.sysconf("SC_CLK_TCK")
     deadline = time.monotonic() + 120
