@@ -388,3 +388,55 @@ def test_side_query_joins_are_linear(pair):
             ops = [op for _, p in plan for tree in json.loads(p) for op in _operators(tree)]
             assert [name for name, _ in ops].count("HASH_JOIN") >= 4
             assert _bad_joins(ops) == []
+
+
+def test_iterations_of_another_kind_are_not_divided_by():
+    """A with 10 ProfilerSteps, B with 40 iterations of an NVTX range: per iteration would divide
+    by counts of different things, so whole traces are compared, and the reader is told; with
+    --per-iteration as asked."""
+    from traceql.diff import Side, SideStats, compare, notes
+
+    row = {"calls": 400, "total_ns": 4_000_000, "mean_ns": 10_000.0, "var_ns": 1e6, "tmean_ns": 10_000.0,
+           "wvar_ns": 1e6, "total_var": 4e8, "med_ns": 10_000.0}
+
+    def side(name, its, source, family):
+        return SideStats(Side(name, "file"), {("kernel", "k"): row}, [], its, [100_000] * its, source, family)
+
+    a = side("a", 10, "ProfilerStep", "ProfilerStep#*")
+    b = side("b", 40, "nvtx", "train_step")
+    rows, norm = compare(a, b)
+    assert not norm and [r["key"] for r in rows] == ["k"] and rows[0]["time_a_ns"] == 4_000_000
+    assert notes(a, b, None, norm) == ["the iterations of A (ProfilerStep) and of B (nvtx 'train_step') are not the "
+                                       "same kind: whole traces compared (--per-iteration compares per iteration "
+                                       "anyway)"]
+    rows, norm = compare(a, b, per_iteration=True)
+    assert norm and {r["key"]: r["time_b_ns"] for r in rows} == {"iteration time": 100_000, "k": 100_000}
+    assert notes(a, b, True, norm)[0].endswith("compared per iteration as asked (--per-iteration)")
+    paced = side("c", 40, "kernel pace", "gemm"), side("d", 40, "kernel pace", "relu")  # one loop, two kernels
+    assert compare(*paced)[1] and notes(*paced, None, True) == []
+    assert notes(side("e", 0, None, None), b, None, False) == [
+        "no iterations detected in A: whole traces compared (traceql analyze --rule iterations says why)"]
+
+
+def test_pairs_cut_from_one_run_change_only_the_slowed_kernel(tmp_path):
+    """bench/diff_pairs.py's helpers on a generated run: cut between steps 19 and 20 into two
+    exports (the first with the 3x warm-up step), one kernel of the second made 20 % longer: that
+    kernel is the only kernel that changed."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_diff_pairs", REPO / "bench" / "diff_pairs.py")
+    pairs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pairs)
+    src = tmp_path / "run.sqlite"
+    generate(src, fmt="nsys", seed=5, steps=40)
+    _, mid, _ = pairs._window(src, None, "ProfilerStep#20")  # the start of step 20
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    pairs.cut(src, a, 0, mid)
+    pairs.cut(src, b, mid, 2 ** 62)
+    slowed = pairs.slow_down(b)
+    d = traceql.diff(a, b)
+    assert (d.a["iterations"], d.b["iterations"]) == (20, 20)
+    kernels = by_key(d, "kernel")
+    assert sum(r["calls_a"] for r in kernels.values()) == sum(r["calls_b"] for r in kernels.values()) == 20 * 8
+    assert [(k, r["verdict"]) for k, r in kernels.items() if r["changed"]] == [(slowed, "slower")]
+    assert 15 < kernels[slowed]["effect_pct"] < 25

@@ -234,6 +234,9 @@ def compare(a: SideStats, b: SideStats, alpha: float = DEFAULT_ALPHA,
         which = " and ".join(x for x, s in (("A", a), ("B", b)) if not s.iterations)
         raise UsageError(f"--per-iteration: no iterations detected in {which} (traceql analyze --rule iterations "
                          "says why)")
+    unlike = _unlike_iterations(a, b) if both else None
+    if unlike and per_iteration is None:
+        both = False  # neither per iteration nor an iteration time: the two count different things
     norm = both if per_iteration is None else bool(per_iteration)
     ia, ib = (a.iterations, b.iterations) if norm else (1, 1)
     ra_all, rb_all = _align_devices(dict(a.rows), dict(b.rows))
@@ -278,6 +281,34 @@ def _align_devices(ra: dict, rb: dict) -> tuple[dict, dict]:
         return out
 
     return renamed(ra), renamed(rb)
+
+
+def _unlike_iterations(a: SideStats, b: SideStats) -> str | None:
+    """Why the two sides' iterations do not count the same thing (found by other means, or other
+    NVTX ranges), else None. Two kernel paces may follow different kernels of one loop."""
+    if a.iteration_source == b.iteration_source and (a.iteration_source == "kernel pace"
+                                                     or a.iteration_family == b.iteration_family):
+        return None
+
+    def what(s):
+        return s.iteration_source if s.iteration_source == "ProfilerStep" else \
+            f"{s.iteration_source} '{s.iteration_family}'"
+
+    return f"the iterations of A ({what(a)}) and of B ({what(b)}) are not the same kind"
+
+
+def notes(a: SideStats, b: SideStats, per_iteration: bool | None, norm: bool) -> list[str]:
+    """What a reader of the diff should know about how it was computed."""
+    out = []
+    unlike = _unlike_iterations(a, b) if a.iterations and b.iterations else None
+    if unlike:
+        out.append(f"{unlike}: " + ("compared per iteration as asked (--per-iteration)" if norm else
+                                    "whole traces compared (--per-iteration compares per iteration anyway)"))
+    elif per_iteration is None and not norm and (a.iterations or b.iterations):
+        which = "A" if not a.iterations else "B"
+        out.append(f"no iterations detected in {which}: whole traces compared (traceql analyze --rule iterations "
+                   "says why)")
+    return out
 
 
 def _stratified(sa: dict | None, sb: dict | None, trim: float):
@@ -420,9 +451,10 @@ class Diff:
     per_iteration: bool
     kernel_key: str
     trim: float
+    notes: list = field(default_factory=list)  # how it was computed, for the reader (write_text prints them)
 
     def summary(self) -> dict:
-        return {"verdict": self.verdict, "a": self.a, "b": self.b, "alpha": self.alpha,
+        return {"verdict": self.verdict, "notes": self.notes, "a": self.a, "b": self.b, "alpha": self.alpha,
                 "min_effect_pct": self.min_effect_pct, "per_iteration": self.per_iteration,
                 "kernel_key": self.kernel_key, "trim": self.trim, "headline": [r for r in self.rows.to_pylist()
                                                             if r["section"] == "total" and r["key"] in HEADLINE]}
@@ -453,7 +485,8 @@ def diff(a, b, db=None, *, alpha: float = DEFAULT_ALPHA, min_effect_pct: float =
     'short_name'. progress, on_wait: as for traceql.ingest (files to ingest)."""
     sa, sb = load(a, b, db, kernel_key=kernel_key, trim=trim, progress=progress, on_wait=on_wait)
     rows, norm = compare(sa, sb, alpha, min_effect_pct, per_iteration, trim)
-    return _result(rows, sa, sb, alpha, min_effect_pct, norm, kernel_key, trim)
+    said = notes(sa, sb, per_iteration, norm)
+    return _result(rows, sa, sb, alpha, min_effect_pct, norm, kernel_key, trim, said)
 
 
 def _order(r: dict):
@@ -465,7 +498,7 @@ def _order(r: dict):
     return (SECTIONS.index(r["section"]), not r["changed"], -abs(r["delta_ns"] or 0.0), r["key"])
 
 
-def _result(rows, sa: SideStats, sb: SideStats, alpha, min_effect_pct, norm, kernel_key, trim) -> Diff:
+def _result(rows, sa: SideStats, sb: SideStats, alpha, min_effect_pct, norm, kernel_key, trim, said=()) -> Diff:
     import pyarrow as pa
 
     rows = sorted(rows, key=_order)
@@ -480,7 +513,7 @@ def _result(rows, sa: SideStats, sb: SideStats, alpha, min_effect_pct, norm, ker
                 r[k] = None
     table = pa.Table.from_pylist([{name: r[name] for name, _, _ in COLUMNS} for r in rows],
                                  schema=pa.schema(fields))
-    d = Diff(table, sa.info(), sb.info(), verdict, alpha, min_effect_pct, norm, kernel_key, trim)
+    d = Diff(table, sa.info(), sb.info(), verdict, alpha, min_effect_pct, norm, kernel_key, trim, list(said))
     meta = json.dumps({k: v for k, v in d.summary().items() if k != "headline"}, default=str)
     d.rows = table.replace_schema_metadata({b"traceql.diff": meta.encode()})
     return d
@@ -595,10 +628,14 @@ def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit
         out.write(f"## traceql diff: {d.verdict}\n\n")
         out.write(f"- A (before): {_side_text(d.a)}\n- B (after): {_side_text(d.b)}\n\n")
         out.write(f"**{verdict_text(d)}.**\n")
+        for note in d.notes:
+            out.write(f"\nNote: {note}.\n")
     else:
         out.write(_wrapped(f"A (before): {_side_text(d.a)}", width) + "\n")
         out.write(_wrapped(f"B (after):  {_side_text(d.b)}", width) + "\n")
         out.write(_wrapped(f"Verdict: {verdict_text(d)}.", width) + "\n")
+        for note in d.notes:
+            out.write(_wrapped(f"Note: {note}.", width) + "\n")
     for section in sections or SECTIONS:
         mine = [r for r in rows if r["section"] == section]
         if section == "total":  # every total that is not zero on both sides
