@@ -70,23 +70,26 @@ grouped AS (
     SELECT section, key, coalesce(stratum, '?'), dur
     FROM instances WHERE dur IS NOT NULL AND section IN ('kernel', 'op', 'memcpy', 'memset')
 ),
--- each group's durations sorted once (an ordered list aggregate: a third of the CPU time of
--- ranking every instance with a window); the trimmed mean is the average of the slice that keeps
--- ranks g + 1 .. n - g, the winsorized variance that of the list with its values clamped to
--- the slice's ends
-sorted AS (
-    SELECT section, key, stratum, count(*) AS n, CAST(floor($trim * count(*)) AS BIGINT) AS g,
-           list(dur ORDER BY dur) AS l, sum(dur) AS total_ns, avg(dur) AS mean_ns, var_samp(dur) AS var_ns
+ranked AS (
+    SELECT section, key, stratum, dur,
+           row_number() OVER (PARTITION BY section, key, stratum ORDER BY dur) AS rn,
+           CAST(floor($trim * count(*) OVER (PARTITION BY section, key, stratum)) AS BIGINT) AS g,
+           count(*) OVER (PARTITION BY section, key, stratum) AS n
     FROM grouped
+),
+bounds AS (
+    SELECT section, key, stratum, max(dur) FILTER (WHERE rn = g + 1) AS lo, max(dur) FILTER (WHERE rn = n - g) AS hi
+    FROM ranked
     GROUP BY section, key, stratum
 ),
 per_key AS (
-    SELECT section, key, stratum, n AS calls, total_ns, mean_ns, var_ns,
-           list_avg(l[g + 1:n - g]) AS tmean_ns,
-           list_var_samp(list_transform(l, x -> least(greatest(x, l[g + 1]), l[n - g]))) AS wvar_ns,
-           CASE WHEN n % 2 = 1 THEN CAST(l[(n + 1) // 2] AS DOUBLE) ELSE (l[n // 2] + l[n // 2 + 1]) / 2.0 END AS med_ns,
-           l[1] AS min_ns, l[n] AS max_ns
-    FROM sorted
+    SELECT x.section, x.key, x.stratum, count(*) AS calls, sum(x.dur) AS total_ns, avg(x.dur) AS mean_ns,
+           var_samp(x.dur) AS var_ns, avg(x.dur) FILTER (WHERE x.rn > x.g AND x.rn <= x.n - x.g) AS tmean_ns,
+           var_samp(least(greatest(x.dur, b.lo), b.hi)) AS wvar_ns,
+           median(x.dur) AS med_ns, min(x.dur) AS min_ns, max(x.dur) AS max_ns
+    FROM ranked x
+    JOIN bounds b ON b.section = x.section AND b.key = x.key AND b.stratum IS NOT DISTINCT FROM x.stratum
+    GROUP BY x.section, x.key, x.stratum
 ),
 gpu_totals AS (
     SELECT 'total' AS section,
