@@ -20,13 +20,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from pathlib import Path
 
 from . import __version__, library
 from .clocks import placements
 from .errors import UsageError
 from .progress import as_progress
-from .timeline import TimelineResult, _Ids, _namer, _parts, _Writer, _key, parse_time, write_rows
+from .timeline import TimelineResult, _Ids, _namer, _parts, _Writer, _key, checked_output, window, write_rows
 
 ID_STRIDE = 2**40  # a trace's ids stay below it; times 8192 traces it stays below 2**53 (exact in JSON)
 
@@ -97,19 +96,8 @@ def export_job_perfetto(ws, output, trace_ids: list[int], start=None, end=None, 
     placed = placements(ws, trace_ids, align_clocks)
     spans = dict(ws.execute("SELECT trace_id, start_ts FROM trace").fetchall())
     origin = min((spans[p.trace_id] or 0) + p.shift_ns for p in placed)
-    start_ns, start_rel = parse_time(start, "--start")
-    end_ns, end_rel = parse_time(end, "--end")
-    if start_rel:
-        start_ns += origin
-    if end_rel:
-        end_ns += origin
-    if start_ns is not None and end_ns is not None and end_ns <= start_ns:
-        raise UsageError(f"--end {end} is not after --start {start}")
-    output = Path(output)
-    if output.exists() and not overwrite:
-        raise UsageError(f"{output}: exists; use --overwrite to replace it")
-    if output.is_dir():
-        raise UsageError(f"{output}: is a directory; --format perfetto writes one file")
+    start_ns, end_ns = window(start, end, origin)
+    output = checked_output(output, overwrite)
 
     result = TimelineResult(output, None, start_ns, end_ns)
     query = library.get("timeline")

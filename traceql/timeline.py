@@ -130,19 +130,8 @@ def export_perfetto(ws, output, trace_id: int | None = None, start=None, end=Non
     trace_id = _pick_trace(ws, trace_id)
     trace = ws.execute("SELECT * FROM trace WHERE trace_id = ?", [trace_id]).to_arrow_table().to_pylist()[0]
     first = trace["start_ts"] or 0
-    start_ns, start_rel = parse_time(start, "--start")
-    end_ns, end_rel = parse_time(end, "--end")
-    if start_rel:
-        start_ns += first
-    if end_rel:
-        end_ns += first
-    if start_ns is not None and end_ns is not None and end_ns <= start_ns:
-        raise UsageError(f"--end {end} is not after --start {start}")
-    output = Path(output)
-    if output.exists() and not overwrite:
-        raise UsageError(f"{output}: exists; use --overwrite to replace it")
-    if output.is_dir():
-        raise UsageError(f"{output}: is a directory; --format perfetto writes one file")
+    start_ns, end_ns = window(start, end, first)
+    output = checked_output(output, overwrite)
 
     origin = first if trace["clock"] == "epoch" else 0
     result = TimelineResult(output, trace_id, start_ns, end_ns)
@@ -379,3 +368,26 @@ def _namer(meta: list[str]):
 def _key(value):
     """Sort None last among numbers."""
     return (value is None, value if value is not None else 0)
+
+
+def window(start, end, origin: int) -> tuple[int | None, int | None]:
+    """--start/--end as ns on the trace clock; a relative time ('+2s') counts from origin."""
+    start_ns, start_rel = parse_time(start, "--start")
+    end_ns, end_rel = parse_time(end, "--end")
+    if start_rel:
+        start_ns += origin
+    if end_rel:
+        end_ns += origin
+    if start_ns is not None and end_ns is not None and end_ns <= start_ns:
+        raise UsageError(f"--end {end} is not after --start {start}")
+    return start_ns, end_ns
+
+
+def checked_output(output, overwrite: bool) -> Path:
+    """The Perfetto file to write: refused when it exists (without overwrite) or is a folder."""
+    output = Path(output)
+    if output.exists() and not overwrite:
+        raise UsageError(f"{output}: exists; use --overwrite to replace it")
+    if output.is_dir():
+        raise UsageError(f"{output}: is a directory; --format perfetto writes one file")
+    return output
