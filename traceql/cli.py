@@ -380,7 +380,7 @@ else text; DuckDB binds them, they never become part of the SQL text.
 @wide_option
 @click.pass_obj
 def sql(obj: Context, query, file, params, dialect, write, allow_files, fmt, output):
-    from .sqlcheck import parse_params
+    from .library import parse_params
 
     text = read_sql(query, file)
     values = parse_params(params)
@@ -489,7 +489,7 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
 
     traceql query range --param group_by=path --param max_depth=2
     """
-    from .sqlcheck import parse_params
+    from .library import parse_params
 
     values = parse_params(params)
     check_output(output)
@@ -786,7 +786,7 @@ with recoverable time, for CI.
 @click.pass_obj
 def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail_on, list_rules):
     from .analyze import FINDINGS_EXIT, rule, rules, write_text
-    from .sqlcheck import parse_params
+    from .library import parse_params
 
     if list_rules:
         for r in (rules().values() if not rule_names else [rule(n) for n in rule_names]):

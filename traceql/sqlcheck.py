@@ -46,6 +46,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from .errors import UsageError
+from .library import parse_params, typed_value  # noqa: F401 - where they were first
 
 # sqlglot logs a warning when it falls back to an opaque Command (LOAD, CALL, ...); we
 # classify those ourselves, so keep the warning off the user's terminal.
@@ -614,35 +615,6 @@ def _distribute_params(steps: list[Step], params) -> None:
                          "use named ($name) placeholders with several statements")
     for step in with_params:
         step.params = list(params)
-
-
-_PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_INT = re.compile(r"^[+-]?\d+$")
-_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
-
-
-def parse_params(items) -> dict:
-    """`--param NAME=VALUE` options as a dict. A value that reads as an integer is an int,
-    one that reads as a decimal number a float, anything else a string (write
-    CAST($name AS VARCHAR) in the SQL for a number that must stay text)."""
-    out: dict = {}
-    for item in items or ():
-        name, sep, value = item.partition("=")
-        name = name.strip()
-        if not sep or not _PARAM_NAME.match(name):
-            raise UsageError(f"--param {item}: expected NAME=VALUE, e.g. --param trace_id=1")
-        if name in out:
-            raise UsageError(f"--param {name}: given twice")
-        out[name] = typed_value(value)
-    return out
-
-
-def typed_value(value: str):
-    if _INT.match(value):
-        return int(value)
-    if _FLOAT.match(value):
-        return float(value)
-    return value
 
 
 def _first_line(exc: Exception) -> str:
