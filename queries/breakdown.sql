@@ -6,7 +6,7 @@
 -- column device_id: GPU (device_busy.device_id); GPUs of different traces with the same id share a row (their times and spans summed) unless per_trace
 -- column device: GPU name (device.name; the names joined by ', ' when traces pooled in one row differ)
 -- column span_ns: the trace's time span (trace.duration: first to last event of any kind) in ns, summed over the traces in the row: the denominator of every percentage here
--- column compute_ns: time at least one compute kernel ran, in ns (device_busy.compute_ns)
+-- column compute_ns: time at least one compute kernel or CUDA graph traced whole (graph_exec) ran, in ns (device_busy.compute_ns)
 -- column compute_pct: compute_ns as a percentage of span_ns
 -- column comm_ns: time communication kernels (NCCL and other collectives, launch.category) ran while no compute kernel did: exposed communication, in ns
 -- column comm_pct: comm_ns as a percentage of span_ns
@@ -30,7 +30,8 @@
 --
 -- Stored at ingest (device_busy, schemas/derive/device_busy.sql): computation wins where kernels
 -- overlap (a communication kernel running beside a compute kernel is hidden), kernels win over
--- copies. CUDA graphs traced as whole executions (graph_exec) are not in it, as in busy time.
+-- copies. A CUDA graph traced as whole executions (graph_exec: nsys --cuda-graph-trace=graph)
+-- computes from its start to its end; one traced node by node is its kernels.
 WITH busy AS (
     SELECT *
     FROM device_busy

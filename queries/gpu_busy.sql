@@ -3,11 +3,11 @@
 -- column trace_id: trace (trace.trace_id)
 -- column device_id: GPU (device.device_id)
 -- column device: GPU name (device.name)
--- column ops: GPU operations (kernels, copies, memsets) the GPU ran
--- column busy_ns: union of those operations' intervals in ns (overlapping streams counted once); 0 for an idle GPU
+-- column ops: GPU operations the GPU ran: kernels, copies, memsets and executions of CUDA graphs traced whole (graph_exec)
+-- column busy_ns: union of those operations' intervals in ns (overlapping streams counted once; a graph execution from its start to its end); 0 for an idle GPU
 -- column span_ns: the trace's time span in ns (trace.duration: first to last event of any kind)
 -- column busy_pct: busy_ns as a percentage of span_ns (the trace span)
--- column compute_ns: time at least one compute kernel ran, in ns (device_busy; `report --by breakdown`)
+-- column compute_ns: time at least one compute kernel or whole-graph execution ran, in ns (device_busy; `report --by breakdown`)
 -- column comm_ns: time communication kernels ran while no compute kernel did (exposed communication), in ns
 -- column memory_ns: time only copies or memsets ran, no kernel, in ns
 -- column idle_ns: span_ns - busy_ns: time the GPU ran nothing, in ns

@@ -21,7 +21,7 @@ import duckdb
 from . import __version__
 from .errors import NewerWorkspaceError, StaleWorkspaceError
 
-CONTRACT_VERSION = 2
+CONTRACT_VERSION = 3
 
 # version -> what changed in it, one line, for the message on a stale workspace
 CHANGES = {
@@ -30,6 +30,9 @@ CHANGES = {
        "a depth cap; graph_exec, graph_event, memcpy/memset.graph_id; trace.file_sha256; PyTorch profiler (Kineto) "
        "traces with nvtx_range.args and trace.world_size; sync_event, osrt_call, profiler_overhead, gpu_metric, "
        "launch.category and device_busy's temporal breakdown",
+    3: "CUDA graphs traced whole (graph_exec) count as GPU busy and compute in device_busy (summary, breakdown, "
+       "rank) and in the analyze rules; sync_calls reports host reads (.item(), .cpu(): kind 'copy') with the op "
+       "that forced them; pageable_memcpy costs a copy by its own time",
 }
 
 TABLE = "workspace_version"

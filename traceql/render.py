@@ -732,7 +732,7 @@ def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
         busy = nvprof_time(g["busy_ns"], unit) + (f" {unit}" if unit else "")
         pct = "-" if g["busy_pct"] is None else f"{g['busy_pct']:.2f}%"
         out.write(_fill(f"{bullet}GPU {g['device_id']} {g['device'] or '(name not recorded)'}: busy {busy} = {pct} "
-                        f"of the span (time with at least one kernel, copy or memset running; "
+                        f"of the span (time with at least one kernel, copy, memset or CUDA graph running; "
                         f"{g['ops']:,} operations)", width, bullet) + "\n")
         if g.get("idle_ns") is not None and t["span_ns"]:  # the temporal breakdown, report --by breakdown
             parts = ", ".join(f"{name} {100.0 * g[col] / t['span_ns']:.2f}%" for name, col in (

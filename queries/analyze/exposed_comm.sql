@@ -39,6 +39,10 @@ WITH cat AS (
     FROM gpu_op o
     JOIN launch l ON l.trace_id = o.trace_id AND l.op_id = o.op_id
     WHERE ($trace_id IS NULL OR o.trace_id = $trace_id) AND l.category IN ('compute', 'communication')
+    UNION ALL  -- a CUDA graph traced whole (graph_exec) computes: it hides communication as a kernel does
+    SELECT trace_id, device_id, stream_id, -1 - exec_row_id, ts, ts + dur, '[CUDA graph ' || coalesce(CAST(graph_id AS VARCHAR), '?') || ']',
+           'compute', pid, CAST(NULL AS BIGINT)
+    FROM graph_exec WHERE ($trace_id IS NULL OR trace_id = $trace_id)
 ),
 comm AS (
     SELECT * FROM cat WHERE category = 'communication'

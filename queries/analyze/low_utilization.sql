@@ -14,7 +14,7 @@
 -- column ts: start of the chunk in ns (trace clock)
 -- column at_ns: start of the chunk in ns after the trace's start
 -- column chunk_ns: length of the chunk in ns
--- column busy_ns: time in the chunk the GPU ran at least one kernel, copy or memset (union of intervals), in ns
+-- column busy_ns: time in the chunk the GPU ran at least one kernel, copy, memset or whole CUDA graph (graph_exec) (union of intervals), in ns
 -- column util_pct: busy_ns as a percentage of chunk_ns
 -- column recoverable_ns: chunk_ns - busy_ns: the idle time of the chunk
 -- column sm_active_pct: mean of the GPU's sampled 'SMs Active' metric in the chunk (gpu_metric), NULL when not sampled
@@ -31,10 +31,15 @@
 --
 -- Busy time inside a chunk is covered(end) - covered(start), where covered(t) is the GPU's busy
 -- time before t: the GPU's busy islands (one window sweep) with their running sum, looked up with
--- an ASOF join at each chunk boundary. No interval join.
+-- an ASOF join at each chunk boundary. No interval join. A CUDA graph traced whole (graph_exec)
+-- is one operation from its start to its end, so a chunk inside one is busy.
+-- Graph executions are keyed by -1 - graph_exec.exec_row_id (gpu_op.op_id is never negative).
 WITH ops AS (
     SELECT trace_id, device_id, op_id, ts, ts + dur AS end_ts
     FROM gpu_op WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+    UNION ALL
+    SELECT trace_id, device_id, -1 - exec_row_id, ts, ts + dur
+    FROM graph_exec WHERE ($trace_id IS NULL OR trace_id = $trace_id)
 ),
 swept AS (
     SELECT *, max(end_ts) OVER (PARTITION BY trace_id, device_id ORDER BY ts, end_ts, op_id

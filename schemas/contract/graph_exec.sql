@@ -1,4 +1,4 @@
--- graph_exec: one row per execution of a whole CUDA graph recorded by graph-level tracing (nsys --cuda-graph-trace=graph, the default, CUPTI_ACTIVITY_KIND_GRAPH_TRACE): GPU time that has no kernel, memcpy or memset row (the graph's nodes are not traced one by one), shown in `report --by gpu` and `traceql summary` as '[CUDA graph N]' but not in gpu_op, launch, range or busy-time figures.
+-- graph_exec: one row per execution of a whole CUDA graph recorded by graph-level tracing (nsys --cuda-graph-trace=graph, the default, CUPTI_ACTIVITY_KIND_GRAPH_TRACE): GPU time that has no kernel, memcpy or memset row (the graph's nodes are not traced one by one), shown in `report --by gpu` and `traceql summary` as '[CUDA graph N]'; it counts as GPU busy and as compute (device_busy, the breakdown, gpu_gaps, low_utilization) but is not in gpu_op, launch or the range reports.
 CREATE TABLE graph_exec (
     trace_id          INTEGER NOT NULL, -- trace this row belongs to (trace.trace_id)
     exec_row_id       BIGINT NOT NULL,  -- id of the execution within its trace (0, 1, ... in ts order); its own id space, not a gpu_op.op_id

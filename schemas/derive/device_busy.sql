@@ -7,12 +7,20 @@
 -- (launch.category). One sweep per GPU and set in start order: each operation adds the part of
 -- its interval that lies beyond the latest end seen before it. A trace without communication
 -- kernels (most) needs no separate compute sweep: its compute time is its kernel time.
+-- CUDA graphs traced whole (graph_exec: nsys --cuda-graph-trace=graph) have no kernel rows: each
+-- execution is one operation of category 'compute', start to end, gaps between its nodes
+-- included. Graphs traced node by node (nsys --cuda-graph-trace=node, every Kineto trace) are
+-- their kernels, and count as such.
 CREATE OR REPLACE TEMP VIEW derived_device_busy AS
 WITH ops AS (
-    SELECT o.trace_id, o.device_id, o.ts, o.dur, l.category
+    SELECT o.trace_id, o.device_id, o.ts, o.dur, CAST(l.category AS VARCHAR) AS category
     FROM gpu_op o
     JOIN launch l ON l.trace_id = o.trace_id AND l.op_id = o.op_id
     WHERE getvariable('trace_id') IS NULL OR o.trace_id = getvariable('trace_id')
+    UNION ALL
+    SELECT trace_id, device_id, ts, dur, 'compute'
+    FROM graph_exec
+    WHERE getvariable('trace_id') IS NULL OR trace_id = getvariable('trace_id')
 ),
 comm_traces AS (
     SELECT DISTINCT trace_id FROM ops WHERE category = 'communication'
