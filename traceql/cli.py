@@ -645,6 +645,11 @@ give times in ns; tables show readable units, or --unit.
 @click.option("--match", "match", multiple=True, metavar="WORD",
               help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
 @click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
+@click.option("--spread", is_flag=True,
+              help="range: the spread of the instances too: min, median, max and standard deviation of the CPU "
+                   "time and of the kernel time per instance.")
+@click.option("--skip-first", "skip_first", type=click.IntRange(min=0), default=None, metavar="N",
+              help="range: leave out the first N instances of each name (per trace; the warm-up iterations).")
 @click.option("--with-shapes", is_flag=True, help="op: split each op by the input sizes of its calls.")
 @click.option("--level", type=click.Choice(["top", "leaf"]), default="top", show_default=True,
               help="op: the outermost op of each call stack (aten::linear) or the op that launched the kernels "
@@ -670,11 +675,12 @@ give times in ns; tables show readable units, or --unit.
 @engine_options
 @click.pass_context
 def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
-           max_depth, match, domain, with_shapes, level, peak_tflops, peak_gbps, measure, per_iteration, recompute,
-           range_names, range_words):
+           max_depth, match, domain, spread, skip_first, with_shapes, level, peak_tflops, peak_gbps, measure,
+           per_iteration, recompute, range_names, range_words):
     for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range or source"),
                                  ("--depth", "max_depth", "range"), ("--match", "match", "range"),
-                                 ("--domain", "domain", "range"), ("--with-shapes", "with_shapes", "op"),
+                                 ("--domain", "domain", "range"), ("--spread", "spread", "range"),
+                                 ("--skip-first", "skip_first", "range"), ("--with-shapes", "with_shapes", "op"),
                                  ("--level", "level", "op"), ("--peak-tflops", "peak_tflops", "op"),
                                  ("--peak-gbps", "peak_gbps", "op"), ("--measure", "measure", "straggler"),
                                  ("--per-iteration", "per_iteration", "straggler")):
@@ -683,7 +689,8 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
     check_unit(unit, fmt)
     params = {"with_dims": with_dims} if by == "kernel" else {}
     if by == "range":
-        params = {"group_by": group_by, "max_depth": max_depth, "match": list(match) or None, "domain": domain}
+        params = {"group_by": group_by, "max_depth": max_depth, "match": list(match) or None, "domain": domain,
+                  "spread": spread, "skip_first": skip_first}
     if by == "op":
         params = {"with_shapes": with_shapes, "level": level, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
     groupings = {"range": ("group", "name", "path"), "source": ("frame", "stack")}
@@ -967,6 +974,11 @@ def pa_strings(values):
 @click.option("--match", "match", multiple=True, metavar="WORD",
               help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
 @click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
+@click.option("--spread", is_flag=True,
+              help="range: the spread of the instances too: min, median, max and standard deviation of the CPU "
+                   "time and of the kernel time per instance.")
+@click.option("--skip-first", "skip_first", type=click.IntRange(min=0), default=None, metavar="N",
+              help="range: leave out the first N instances of each name (per trace; the warm-up iterations).")
 @click.option("--stat", type=click.Choice(["total", "mean"]), default="total", show_default=True,
               help="Summed time, or the mean per range instance (kernel call, op call).")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,

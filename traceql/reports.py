@@ -30,7 +30,7 @@ REPORTS = {
     "device": ("device", {}),
     "thread": ("thread", {}),
     "launch": ("launch", {}),
-    "range": ("range", {"group_by": "group"}),
+    "range": ("range", {"group_by": "group", "spread": False}),
     "op": ("op", {"with_shapes": False, "level": "top"}),
     "kernel-op": ("kernel_op", {}),
     "layer": ("layer", {}),

@@ -24,7 +24,10 @@ override it. With no master from any of them the session is local, `local[*]`, b
 loopback address, without its web UI, with a 4g heap (spark.driver.memory, unless configured) and, unless spark.driver.extraJavaOptions
 is configured, the JIT's quick tier and the serial collector (LOCAL_JVM_OPTIONS). Settings traceql relies on, unless the configuration sets
 them: spark.sql.ansi.enabled=true (errors, not wrapped values, on overflow: Spark 4's default),
-spark.sql.runSQLOnFiles=false (a query reads the export's views, not files named in SQL); for a
+spark.sql.runSQLOnFiles=false (a query reads the export's views, not files named in SQL),
+spark.sql.optimizer.excludedRules=RemoveRedundantAliases (EXCLUDED_RULES: with it Spark 4.0's
+optimizer fails on queries/range.sql, PLAN_VALIDATION_FAILED_RULE_IN_BATCH, a window over a union
+of branches read from CTEs the query reads again; the rule only drops aliases); for a
 local session spark.sql.shuffle.partitions = its cores. A SparkSession of the caller's (session=)
 is used as it is, and left running by close(); so is a session this process runs already (a
 notebook's: getOrCreate). The session starts at the first query: a query that does not
@@ -46,6 +49,9 @@ if TYPE_CHECKING:
 
 MISSING = ("--engine spark needs pyspark and Java 17 or newer: pip install 'traceql[spark]' "
            "(and a JDK, e.g. apt-get install openjdk-17-jre-headless)")
+
+# optimizer rules a session traceql makes runs without (module docstring)
+EXCLUDED_RULES = "org.apache.spark.sql.catalyst.optimizer.RemoveRedundantAliases"
 
 _LOG4J = "log4j2-traceql.properties"  # beside this file: Spark's own log lines at ERROR, on stderr
 
@@ -141,7 +147,8 @@ def make_session(master: str | None = None, conf: dict | None = None):
     running = SparkContext._active_spark_context  # the JVM of this process's session, if one runs
     spark = builder.getOrCreate()
     explicit = spark.sparkContext.getConf()
-    defaults = {"spark.sql.ansi.enabled": "true", "spark.sql.runSQLOnFiles": "false"}
+    defaults = {"spark.sql.ansi.enabled": "true", "spark.sql.runSQLOnFiles": "false",
+                "spark.sql.optimizer.excludedRules": EXCLUDED_RULES}
     if local:
         defaults["spark.sql.shuffle.partitions"] = str(spark.sparkContext.defaultParallelism)
     for key, value in defaults.items():
