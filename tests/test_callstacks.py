@@ -48,7 +48,7 @@ def lm(tmp_path_factory):
     traceql.ingest([folder / "net.sql"], db=db)
     oracle = [ast.literal_eval(line) for line in (folder / "oracle" / "net.dict").read_text().splitlines()]
     with traceql.open(db) as ws:
-        rows = ws.report("kernel-op").to_pylist()
+        rows = ws.report("kernel-op", columns="all").to_pylist()
     return db, folder, oracle, rows
 
 

@@ -72,7 +72,7 @@ def test_a_plugin_costs_the_custom_op_and_wins_over_the_builtin(trace, tmp_path)
     assert after["aten::relu"]["bytes"] == counts["aten::relu"] * 3 * 32 * 120 * 4
     assert after["aten::linear"]["flops"] == before["aten::linear"]["flops"] > 0  # ops it does not name: built-in
     with traceql.open(db) as ws:
-        kop = [r for r in ws.report("kernel-op").to_pylist() if r["op"] == CUSTOM_OP]
+        kop = [r for r in ws.report("kernel-op", columns="all").to_pylist() if r["op"] == CUSTOM_OP]
         family = dict(ws.execute("SELECT op_family, count(*) FROM kernel_op GROUP BY 1").fetchall())
     assert len(kop) == counts[CUSTOM_OP] and {r["flops"] for r in kop} == {8 * 32 * 120}
     assert family["custom"] == counts[CUSTOM_OP]  # relu keeps its built-in family, pointwise

@@ -135,6 +135,37 @@ def test_wide_and_pipes_print_names_whole(real):
         assert "shortened" not in text
 
 
+@pytest.fixture(scope="module")
+def lma(tmp_path_factory):
+    db = tmp_path_factory.mktemp("widths_lma_kernel_op") / "ws.duckdb"
+    traceql.ingest([trace_file(REAL["lma"])], db=db)
+    return db
+
+
+def test_width_option_like_pyprofs_w(lma, tmp_path):
+    """--width N (PyProf's prof -w N) fits the table to N columns whatever $COLUMNS says, also in
+    -o FILE; kernel-op without -c shows PyProf's default columns with fprop/bprop, and '-' in
+    the cells without a value; --wide and --width together are a usage error."""
+    args = ("--db", lma, "report", "--by", "kernel-op", "--limit", "90", "--width", "200")
+    text = invoke(*args, width=80).stdout
+    widths = [text_width(line) for line in text.splitlines()]
+    assert max(widths) == 200  # one line per kernel, the params of multi_head_attention_forward cut to fit
+    header = text.splitlines()[0].split()
+    assert sorted(header) == sorted(["idx", "dir", "sub", "mod", "op", "kernel", "params", "Sil"])
+    assert " fprop " in text and " bprop " in text and " - " in text
+    check_golden("width_lma_kernel-op_200.txt", text)
+    narrow = invoke(*args[:-1], "150", width=250).stdout
+    assert max(text_width(line) for line in narrow.splitlines()) <= 150
+    invoke(*args, "-o", tmp_path / "out.txt")
+    assert (tmp_path / "out.txt").read_text() == text
+    # -c all: every column of the report, here in bands of lines that fit 100 columns
+    every = invoke(*args[:-1], "100", "-c", "all", width=200).stdout
+    assert all(text_width(line) <= 100 for line in every.splitlines()) and "aten_op" in every
+    proc = run_cli(*map(str, args), "--wide")
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "traceql: error: --wide and --width: give one (--wide: no width limit)"]
+
+
 # ------------------------------------------------------------------------------ the options
 
 def test_workspace_options_after_the_command(tmp_path):

@@ -34,6 +34,7 @@ class Context:
         self.debug = debug
         self.queries = tuple(queries)
         self.wide = False
+        self.width = None  # --width N
 
     @property
     def db(self) -> Path:
@@ -110,12 +111,21 @@ class _Group(click.Group):
 
 
 def wide_option(f):
-    """--wide: tables for people with every name whole, one line per row (for less -S)."""
+    """--wide and --width N, the width of tables for people (every command that prints them):
+    --wide every name whole, one line per row (for less -S); --width N fitted to N columns."""
 
     def set_wide(ctx, _param, value):
         if value:
             ctx.find_object(Context).wide = True
 
+    def set_width(ctx, _param, value):
+        if value is not None:
+            ctx.find_object(Context).width = value
+
+    f = click.option("--width", type=click.IntRange(min=20), default=None, metavar="N", expose_value=False,
+                     callback=set_width,
+                     help="Tables: fit N columns (PyProf's prof -w), on a terminal, in a pipe and in -o FILE. "
+                          "By default tables fit $COLUMNS or the terminal.")(f)
     return click.option("--wide", is_flag=True, expose_value=False, callback=set_wide,
                         help="Tables: print names whole and each row on one line, however long "
                              "(for a pager: | less -S). By default tables fit $COLUMNS or the terminal.")(f)
@@ -148,6 +158,22 @@ def wide() -> bool:
     ctx = click.get_current_context(silent=True)
     obj = ctx.find_object(Context) if ctx is not None else None
     return bool(obj is not None and obj.wide)
+
+
+def table_width(out=None) -> int | None:
+    """The width tables for people are fitted to: --width N; else none with --wide or when
+    writing the file OUT (-o FILE: lines as long as the data); else $COLUMNS or the terminal's."""
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_object(Context) if ctx is not None else None
+    if obj is not None and obj.width is not None:
+        if obj.wide:
+            raise UsageError("--wide and --width: give one (--wide: no width limit)")
+        return obj.width
+    if out is not None:
+        return None
+    from .render import terminal_width
+
+    return terminal_width(sys.stdout, wide())
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -436,10 +462,10 @@ def emit_raw(table, fmt, output) -> None:
     if fmt == "parquet":
         emit(table, fmt, output)
     elif output is None:
-        render(table, fmt, wide=wide())
+        render(table, fmt, width=table_width(), wide=wide())
     else:
         with open(output, "w", encoding="utf-8", newline="") as fh:
-            render(table, fmt, fh)
+            render(table, fmt, fh, width=table_width(fh))
 
 
 @cli.command("queries")
@@ -595,7 +621,8 @@ REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one ro
 --by launch  per kernel name: launch call time, queue delay, kernel time
 --by range   NVTX ranges: CPU time and the GPU work launched inside them
 --by op      PyTorch ops: forward and backward GPU time, FLOPs, TFLOP/s, roofline efficiency
---by kernel-op  one row per kernel with its PyTorch op (PyProf's table; -c picks columns)
+--by kernel-op  one row per kernel with its PyTorch op, PyProf's table: its eight columns
+                (-c all: every column, -c picks), --width N like prof -w N
 --by layer   GPU work per PyProf 'layer:' NVTX annotation, forward and backward
 --by breakdown  per GPU: the trace span split into compute, exposed communication, memory, idle
 --by source  GPU time per code line behind it (PyProf trace markers, PyTorch profiler stacks,
@@ -746,10 +773,10 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompu
     if fmt == "parquet":
         emit(result.rows, fmt, output)
     elif output is None:
-        render_summary(result, fmt, unit=unit, wide=wide())
+        render_summary(result, fmt, unit=unit, width=table_width(), wide=wide())
     else:
         with open(output, "w", encoding="utf-8", newline="") as fh:
-            render_summary(result, fmt, fh, unit=unit)
+            render_summary(result, fmt, fh, unit=unit, width=table_width(fh))
 
 
 ANALYZE_HELP = """Why the GPU is idle, what synchronizes, what to fix first.
@@ -813,12 +840,10 @@ def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail
             write_text(result, traces, fh, fmt, width=width, limit=5 if limit is None else limit, gpus=gpus)
 
         if output is None:
-            from .render import terminal_width
-
-            write(sys.stdout, None if fmt == "markdown" else terminal_width(sys.stdout, wide()))
+            write(sys.stdout, None if fmt == "markdown" else table_width())
         else:
             with open(output, "w", encoding="utf-8", newline="") as fh:
-                write(fh)
+                write(fh, None if fmt == "markdown" else table_width(fh))
     elif fmt == "json":
         doc = {"findings": result.findings.to_pylist(),
                "evidence": {name: (t if limit is None else _first_rows(t, limit)).to_pylist()
@@ -923,12 +948,10 @@ def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_ite
                                 show_all=show_all)
 
         if output is None:
-            from .render import terminal_width
-
-            write(sys.stdout, None if fmt == "markdown" else terminal_width(sys.stdout, wide()))
+            write(sys.stdout, None if fmt == "markdown" else table_width())
         else:
             with open(output, "w", encoding="utf-8", newline="") as fh:
-                write(fh)
+                write(fh, None if fmt == "markdown" else table_width(fh))
     else:
         table = result.rows
         if sections:
@@ -1054,10 +1077,10 @@ def emit(table, fmt, output, unit=None, labels=None):
         names = labels if fmt == "table" else None
         transform = lambda chunk: humanize(chunk, unit=unit, labels=names)  # noqa: E731 - per chunk of rows
     if output is None:
-        render(table, fmt, wide=wide(), transform=transform)
+        render(table, fmt, width=table_width(), wide=wide(), transform=transform)
     else:
         with open(output, "w", encoding="utf-8", newline="") as fh:
-            render(table, fmt, fh, transform=transform)
+            render(table, fmt, fh, width=table_width(fh), transform=transform)
 
 
 @cli.command()

@@ -32,7 +32,9 @@ CHANGES = {
        "launch.category and device_busy's temporal breakdown",
     3: "CUDA graphs traced whole (graph_exec) count as GPU busy and compute in device_busy (summary, breakdown, "
        "rank) and in the analyze rules; sync_calls reports host reads (.item(), .cpu(): kind 'copy') with the op "
-       "that forced them; pageable_memcpy costs a copy by its own time",
+       "that forced them; pageable_memcpy costs a copy by its own time; "
+       "kernel_op.call_range_id and report --by kernel-op's op/mod as PyProf names them (the outermost PyProf "
+       "call) with the innermost op in aten_op; a FLOPs plug-in for a wrapped module costs the whole call",
 }
 
 TABLE = "workspace_version"

@@ -9,6 +9,9 @@ name. The header comment gives a one-line description and the parameters:
                                        only when it is false)
     -- label NAME: header             (the column's header in tables for people)
     -- default NAME: value            (the parameter's value when none is given; else NULL)
+    -- shown: COL, COL, ...            (reports: the columns shown when none are asked for, in
+                                       order, beside trace_id and range_pct when those apply;
+                                       `-c all` shows every column; without it, every column)
     SELECT ... $NAME ...
 
 Queries in a sub-folder are named by their path: queries/analyze/gpu_gaps.sql is the query
@@ -45,6 +48,7 @@ _INPUT = re.compile(r"^--\s*input:\s*(\w+)\s*$")
 _COLUMN = re.compile(r"^--\s*column\s+(\w+)(?:\s+if\s+((?:not\s+)?\w+))?:\s*(.+)$")
 _LABEL = re.compile(r"^--\s*label\s+(\w+):\s*(.+)$")
 _DEFAULT = re.compile(r"^--\s*default\s+(\w+):\s*(.+)$")
+_SHOWN = re.compile(r"^--\s*shown:\s*(.+)$")
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Query:
     labels: dict[str, str] = field(default_factory=dict)
     origin: str | None = None  # None for a built-in query, else the path of the user's file
     defaults: dict = field(default_factory=dict)  # parameter -> value when none is given
+    shown: list[str] | None = None  # the columns a report shows when none are asked for (None: all)
 
 
 def parse(name: str, text: str, origin: str | None = None) -> Query:
@@ -88,8 +93,11 @@ def parse(name: str, text: str, origin: str | None = None) -> Query:
                for m in map(_COLUMN.match, lines) if m}
     labels = {m.group(1): m.group(2).strip() for m in map(_LABEL.match, lines) if m}
     defaults = {m.group(1): _value(m.group(2).strip()) for m in map(_DEFAULT.match, lines) if m}
+    shown = [[c.strip() for c in m.group(1).split(",") if c.strip()] for m in map(_SHOWN.match, lines) if m]
+    if shown and set(shown[0]) - set(columns):
+        raise ValueError(f"'-- shown:' names undocumented columns: {sorted(set(shown[0]) - set(columns))}")
     return Query(name, head.group(2).strip(), text, params, inputs[0] if inputs else None,
-                 columns, labels, origin, defaults)
+                 columns, labels, origin, defaults, shown[0] if shown else None)
 
 
 def _value(text: str):

@@ -5,7 +5,7 @@ formulas over shapes (traceql.flops), so `prepare_kernel_op(con)` runs between t
 kernel_op: it loads the data files of schemas/torch/ as temporary tables, maps every distinct
 op name to a formula, runs schemas/derive/kernel_op_units.sql (each kernel's costed call),
 and computes the cost of each distinct (formula, sizes or marker, dtype) combination once, in
-Python. Traces repeat the same few shapes, so that is a few hundred evaluations even for
+Python, and PyProf's params of each distinct PyProf call (traceql.pyprof_params). Traces repeat the same few shapes, so that is a few hundred evaluations even for
 millions of kernels.
 
 A user's FLOPs plug-ins (traceql.flops_plugins) come first: an op one of them names gets the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from . import flops, flops_plugins
+from . import flops, flops_plugins, pyprof_params
 from .adapters import _create_temp, _data_tables
 from .resources import read_schema
 
@@ -117,9 +117,22 @@ def _default_params(args, dtype) -> str | None:
     return flops._shape_params(args, dtype) or None
 
 
+def call_params(con) -> None:
+    """Temporary table torch_pyprof_params (marker_text, role, params): PyProf's params of each
+    distinct PyProf call of the trace's kernels, per role (traceql.pyprof_params)."""
+    texts = con.execute(
+        "SELECT DISTINCT n.name FROM raw.kop_units u "
+        "JOIN nvtx_range n ON n.trace_id = getvariable('trace_id') AND n.range_id = u.call_range_id").fetchall()
+    rows = [(text, role, value) for (text,) in texts
+            for role, value in (pyprof_params.params(text) or {}).items()]
+    _create_temp(con, "torch_pyprof_params", pa.Table.from_arrays(
+        [pa.array([r[i] for r in rows], pa.string()) for i in range(3)], names=["marker_text", "role", "params"]))
+
+
 def prepare_kernel_op(con) -> None:
     """Before derive/kernel_op.sql (and derive/device_peak.sql): the temporary tables they read."""
     load_data(con)
     formula_keys(con)
     con.execute(read_schema("derive/kernel_op_units.sql"))
     unit_costs(con)
+    call_params(con)

@@ -60,13 +60,16 @@ def _clean(text: str) -> str:
     return text if text.isprintable() else text.translate(_CONTROL)
 
 
+NA = "-"  # a table cell without a value (NULL: not applicable or unknown), as PyProf prints it
+
+
 def _column_cells(arr) -> list[str]:
     import pyarrow as pa
 
     values = arr.to_pylist()
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) or pa.types.is_dictionary(arr.type):
-        return ["" if v is None else _clean(str(v)) for v in values]
-    return [_clean(_cell(v)) for v in values]
+        return [NA if v is None else _clean(str(v)) for v in values]
+    return [NA if v is None else _clean(_cell(v)) for v in values]
 
 
 def _is_number(field) -> bool:

@@ -69,7 +69,8 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     percentages within the trace; limit counts per trace). where: a SQL boolean expression
     over the report's input view (see traceql.where). sort: a column of the report,
     optionally ':asc' or ':desc' (default: descending for numbers, ascending for text);
-    ties keep the report's own order. columns: the columns to keep, in this order.
+    ties keep the report's own order. columns: the columns to keep, in this order; 'all' for
+    every column (the default: every column, or the set the query's '-- shown:' line names).
     recompute: compute the report from the contract tables even when the rows ingest stored
     for it can answer (traceql.stored; they are the same rows). range, range_match: only the
     work the NVTX ranges of these names (full, grouping or path) or containing these words
@@ -117,7 +118,16 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     table = table.select(shown)
     aliases = header_aliases(shown, q.labels)
     table = order_and_limit(table, sort, limit, per_trace, aliases)
-    return select_columns(table, columns, aliases)
+    return select_columns(table, default_columns(q, shown) if columns is None else columns, aliases)
+
+
+def default_columns(q, shown: list[str]) -> list[str] | None:
+    """The columns a report shows when none are asked for: its '-- shown:' set (PyProf's eight
+    for kernel-op), with trace_id first and range_pct last when they apply; None: every column."""
+    if q.shown is None:
+        return None
+    return ([c for c in shown if c == "trace_id"] + [c for c in q.shown if c in shown]
+            + [c for c in shown if c == "range_pct"])
 
 
 def empty_note(ws, by: str, trace_id: int | None = None) -> str | None:
@@ -228,6 +238,8 @@ def select_columns(table: pa.Table, columns, aliases: dict[str, str] | None = No
         return table
     if isinstance(columns, str):
         columns = [c.strip() for c in columns.split(",") if c.strip()]
+    if [c.lower() for c in columns] == ["all"] and "all" not in table.column_names:
+        return table  # -c all: every column (PyProf's prof -c all)
     option = f"-c {','.join(columns)}"
     return table.select([resolve_column(c, table.column_names, aliases, option) for c in columns])
 

@@ -9,6 +9,11 @@
 -- its other kernels, so sums over kernels count each call once. A unit whose range also
 -- holds kernels costed by a nested call would count them twice: its cost is NULL.
 -- call_index numbers the kernels of one op call in launch order (the launching call's start).
+-- params: PyProf's params of the kernel's PyProf call (torch_pyprof_params, traceql/pyprof_params.py)
+-- for its role: 'bias' for a kernel of a linear call whose costed call is no matrix product
+-- (queries/kernel_op.sql names it 'bias' by the same rule), 'fprop', else 'bprop0', 'bprop1',
+-- 'bprop2' by its place among its backward node's kernels (data and weight gradient); else
+-- the costed call's parameters (traceql.flops).
 CREATE OR REPLACE TEMP VIEW derived_kernel_op AS
 WITH tc AS (
     SELECT name, arg_min(tensor_core, prio) AS tensor_core
@@ -17,6 +22,11 @@ WITH tc AS (
           FROM torch_tensor_core_patterns) p
       ON regexp_matches(k.name, p.pattern)
     GROUP BY name
+),
+calls AS (
+    SELECT t.range_id, t.name, t.module, n.name AS marker_text
+    FROM torch_op t JOIN nvtx_range n ON n.trace_id = t.trace_id AND n.range_id = t.range_id
+    WHERE t.trace_id = getvariable('trace_id') AND t.range_id IN (SELECT call_range_id FROM raw.kop_units)
 ),
 units AS (
     SELECT i.unit_kind, i.unit_range_id, i.overlaps, c.dtype, c.op_family, c.params, c.tc_eligible,
@@ -37,6 +47,8 @@ k AS (
 ),
 ranked AS (
     SELECT k.*,
+           CASE WHEN node_range_id IS NOT NULL THEN
+               row_number() OVER (PARTITION BY node_range_id ORDER BY api_ts NULLS LAST, kernel_id) - 1 END AS node_index,
            CASE WHEN call_id IS NOT NULL THEN
                row_number() OVER (PARTITION BY call_id ORDER BY api_ts NULLS LAST, kernel_id) - 1 END AS call_index,
            CASE WHEN call_id IS NOT NULL THEN count(*) OVER (PARTITION BY call_id) END AS call_kernels,
@@ -45,14 +57,20 @@ ranked AS (
     FROM k
 )
 SELECT getvariable('trace_id')::INTEGER AS trace_id, r.kernel_id, r.op_range_id, r.direction, r.node_range_id,
-       r.fwd_range_id, r.marker_range_id, r.seq,
+       r.fwd_range_id, r.marker_range_id, r.call_range_id, r.seq,
        nullif(array_to_string(list_filter(r.seqs, s -> s IS DISTINCT FROM r.seq), ','), '') AS altseq,
        CAST(r.call_index AS INTEGER) AS call_index, CAST(r.call_kernels AS INTEGER) AS call_kernels, r.layer,
-       r.unit_range_id, r.unit_kind, u.dtype, u.op_family, u.params,
+       r.unit_range_id, r.unit_kind, u.dtype, u.op_family, coalesce(pp.params, u.params) AS params,
        CASE WHEN u.flops IS NOT NULL THEN CASE WHEN r.carries THEN u.flops ELSE 0 END END AS flops,
        CASE WHEN u.bytes IS NOT NULL THEN CASE WHEN r.carries THEN u.bytes ELSE 0 END END AS bytes,
        coalesce(t.tensor_core, false) AS tensor_core,
        u.tc_eligible
 FROM ranked r
 LEFT JOIN units u ON u.unit_kind = r.unit_kind AND u.unit_range_id = r.unit_range_id
-LEFT JOIN tc t ON t.name = r.name;
+LEFT JOIN tc t ON t.name = r.name
+LEFT JOIN calls c ON c.range_id = r.call_range_id
+LEFT JOIN torch_pyprof_params pp
+  ON pp.marker_text = c.marker_text
+ AND pp.role = CASE WHEN c.name = 'linear' AND c.module = 'torch.nn.functional' AND u.op_family <> 'matmul' THEN 'bias'
+                    WHEN r.direction = 'forward' THEN 'fprop'
+                    ELSE 'bprop' || least(coalesce(r.node_index, 0), 2) END;

@@ -9,11 +9,19 @@
 -- two threads' stacks do not compare, and a torch op of another thread did not launch the kernel.
 -- The op call of a kernel is its innermost enclosing torch op. The call that costs it (its
 -- unit) is, in this order:
---   'op'       the innermost enclosing torch op with input sizes and a formula (record_shapes);
+--   'op' or 'pyprof'  the outermost enclosing torch op (with input sizes) or PyProf marker
+--              whose formula is a user's FLOPs plug-in (traceql.flops_plugins): a plug-in
+--              for a wrapped module ('Foo.forward') costs the whole call, whatever it runs;
+--   'backward' a backward kernel whose forward op's outermost PyProf marker is costed by a
+--              plug-in: that marker, costed as the backward of the whole call;
+--   'op'       else the innermost enclosing torch op with input sizes and a formula (record_shapes);
 --   'pyprof'   else the innermost enclosing PyProf argument marker with a formula;
---   'backward' else, for a backward kernel, the PyProf marker around the forward op its node
---              was paired with, costed as the backward of that call (PyProf's way: backward
---              kernels have no shapes of their own).
+--   'backward' else, for a backward kernel, the innermost PyProf marker around the forward op
+--              its node was paired with, costed as the backward of that call (PyProf's way:
+--              backward kernels have no shapes of their own).
+-- call_range_id: the call PyProf names a kernel by, the outermost PyProf argument marker
+-- around the launch (backward kernels: around the forward op), found by following the
+-- markers' marker_range_id (each marker's nearest enclosing marker) to the top.
 -- A unit's cost goes to its longest kernel (derive/kernel_op.sql).
 -- seq_head: a forward op that heads a seq (its enclosing op has another seq or none): the op
 -- a backward node with that seq pairs with (derive/torch_op.sql).
@@ -34,6 +42,10 @@ WITH per AS (
            arg_max(range_id, depth) FILTER (WHERE kind = 'pyprof') AS marker_range_id,
            arg_max(range_id, depth) FILTER (WHERE kind <> 'pyprof' AND sizes IS NOT NULL AND key IS NOT NULL) AS op_unit,
            arg_max(range_id, depth) FILTER (WHERE kind = 'pyprof' AND key IS NOT NULL) AS marker_unit,
+           arg_min(range_id, depth) FILTER (WHERE key LIKE 'plugin:%' AND (kind = 'pyprof' OR sizes IS NOT NULL))
+               AS plugin_unit,
+           arg_min(CAST(kind AS VARCHAR), depth) FILTER (WHERE key LIKE 'plugin:%' AND (kind = 'pyprof' OR sizes IS NOT NULL))
+               AS plugin_kind,
            arg_max(seq, depth) FILTER (WHERE kind <> 'pyprof' AND seq IS NOT NULL) AS inner_seq,
            arg_max(range_id, depth) FILTER (WHERE seq_head) AS seq_head,
            list_sort(list_distinct(list(seq) FILTER (WHERE seq IS NOT NULL))) AS seqs
@@ -53,7 +65,7 @@ layers AS (
 ),
 kern AS (
     SELECT coalesce(p.kernel_id, l.kernel_id) AS kernel_id, p.op_range_id, p.marker_range_id, p.op_unit,
-           p.marker_unit, p.inner_seq, p.seq_head, p.seqs, l.layer AS own_layer
+           p.marker_unit, p.plugin_unit, p.plugin_kind, p.inner_seq, p.seq_head, p.seqs, l.layer AS own_layer
     FROM per p FULL JOIN layers l ON l.kernel_id = p.kernel_id
 ),
 -- the torch ops the steps below look up, read from torch_op once each: the ops that hold
@@ -83,16 +95,40 @@ markers AS MATERIALIZED (
     SELECT range_id, name, module
     FROM torch_op
     WHERE trace_id = getvariable('trace_id') AND range_id IN (SELECT marker_range_id FROM linked)
+),
+-- the outermost marker above each marker a kernel points to (a few levels: one hash join each)
+outer_marker AS MATERIALIZED (
+    WITH RECURSIVE up(start_id, range_id, above) AS (
+        SELECT range_id, range_id, marker_range_id
+        FROM torch_op
+        WHERE trace_id = getvariable('trace_id') AND kind = 'pyprof'
+          AND range_id IN (SELECT marker_range_id FROM per UNION ALL SELECT marker_range_id FROM linked)
+        UNION ALL
+        SELECT up.start_id, t.range_id, t.marker_range_id
+        FROM up JOIN torch_op t ON t.trace_id = getvariable('trace_id') AND t.range_id = up.above
+    )
+    SELECT start_id, range_id AS outer_id FROM up WHERE above IS NULL
+),
+outer_key AS (
+    SELECT o.start_id, o.outer_id, fk.key
+    FROM outer_marker o
+    JOIN torch_op t ON t.trace_id = getvariable('trace_id') AND t.range_id = o.outer_id
+    LEFT JOIN torch_formula_key fk ON fk.name = t.name AND fk.module IS NOT DISTINCT FROM t.module
 )
 SELECT p.kernel_id, p.op_range_id, p.direction, p.node_range_id, p.fwd_range_id,
        CASE WHEN p.direction = 'backward' THEN f.marker_range_id ELSE p.marker_range_id END AS marker_range_id,
+       coalesce(ob.outer_id, ofw.outer_id) AS call_range_id,
        CASE WHEN p.direction = 'backward' THEN n.seq ELSE p.inner_seq END AS seq,
        p.seqs,
        CASE WHEN p.direction = 'backward' AND f.range_id IS NOT NULL THEN f.layer ELSE p.own_layer END AS layer,
-       CASE WHEN p.op_unit IS NOT NULL THEN 'op'
+       CASE WHEN p.plugin_unit IS NOT NULL THEN p.plugin_kind
+            WHEN p.direction = 'backward' AND ob.key LIKE 'plugin:%' THEN 'backward'
+            WHEN p.op_unit IS NOT NULL THEN 'op'
             WHEN p.marker_unit IS NOT NULL THEN 'pyprof'
             WHEN p.direction = 'backward' AND fm.key IS NOT NULL THEN 'backward' END AS unit_kind,
-       CASE WHEN p.op_unit IS NOT NULL THEN p.op_unit
+       CASE WHEN p.plugin_unit IS NOT NULL THEN p.plugin_unit
+            WHEN p.direction = 'backward' AND ob.key LIKE 'plugin:%' THEN ob.outer_id
+            WHEN p.op_unit IS NOT NULL THEN p.op_unit
             WHEN p.marker_unit IS NOT NULL THEN p.marker_unit
             WHEN p.direction = 'backward' AND fm.key IS NOT NULL THEN f.marker_range_id END AS unit_range_id
 FROM placed p
@@ -102,7 +138,9 @@ FROM placed p
 LEFT JOIN linked f ON f.range_id = CASE WHEN p.direction = 'backward' THEN p.fwd_range_id END
 LEFT JOIN linked n ON n.range_id = p.node_range_id
 LEFT JOIN markers m ON m.range_id = f.marker_range_id
-LEFT JOIN torch_formula_key fm ON fm.name = m.name AND fm.module IS NOT DISTINCT FROM m.module;
+LEFT JOIN torch_formula_key fm ON fm.name = m.name AND fm.module IS NOT DISTINCT FROM m.module
+LEFT JOIN outer_key ob ON ob.start_id = CASE WHEN p.direction = 'backward' THEN f.marker_range_id END
+LEFT JOIN outer_key ofw ON ofw.start_id = CASE WHEN p.direction <> 'backward' THEN p.marker_range_id END;
 
 -- the inputs of each unit: formula key, sizes or marker text, the dtype its kernels' names
 -- suggest (the longest kernel with one), whether its range also holds kernels of another unit
