@@ -23,9 +23,10 @@ import traceql
 from traceql.contract import CONTRACT_VERSION
 from traceql.resources import CONTRACT_TABLES, ROW_ORDER
 
-from .util import REPO, sha256
+from .util import REPO, sha256, trace_file
 
 V1 = "e1dfd9025cff6a490423b6827d2a513d408f1138"  # contract 1: the last commit before contract 2
+V2 = "f29a8b64a66dc30bedd9b1f39374493c67b00fb2"  # contract 2: the last commit before contract 3
 VOLATILE = {"trace": ["ingested_at"]}  # columns that differ between two ingests of one file
 
 
@@ -33,21 +34,26 @@ def git(*args):
     return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, check=True).stdout
 
 
-@pytest.fixture(scope="session")
-def v1_package(tmp_path_factory):
-    """The traceql package of commit V1 in a folder of its own (traceql/, traceql/schemas,
+def package_at(commit, tmp_path_factory):
+    """The traceql package of COMMIT in a folder of its own (traceql/, traceql/schemas,
     traceql/queries, as pyproject's package-dir maps them), or skip without the history."""
     try:
-        files = git("ls-tree", "-r", "--name-only", V1, "traceql", "schemas", "queries").decode().split()
+        files = git("ls-tree", "-r", "--name-only", commit, "traceql", "schemas", "queries").decode().split()
     except (OSError, subprocess.CalledProcessError):
-        pytest.skip("the repository's history (commit V1) is not available: a source tarball or a shallow clone")
-    root = tmp_path_factory.mktemp("traceql_v1")
+        pytest.skip(f"the repository's history (commit {commit[:8]}) is not available: a source tarball or a "
+                    "shallow clone")
+    root = tmp_path_factory.mktemp(f"traceql_{commit[:8]}")
     for name in files:
         rel = name if name.startswith("traceql/") else "traceql/" + name
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(git("show", f"{V1}:{name}"))
+        target.write_bytes(git("show", f"{commit}:{name}"))
     return root
+
+
+@pytest.fixture(scope="session")
+def v1_package(tmp_path_factory):
+    return package_at(V1, tmp_path_factory)
 
 
 def ingest_v1(package, sources, db):
@@ -239,3 +245,23 @@ def test_every_version_has_a_changelog_section():
     for version in range(1, CONTRACT_VERSION + 1):
         assert f"## Contract {version}" in text, version
     assert set(CHANGES) == set(range(2, CONTRACT_VERSION + 1))
+
+
+def test_upgrade_from_contract_2_recomputes_kernel_op(tmp_path_factory, tmp_path):
+    """2 -> 3: a workspace of contract 2 (the package at V2 ingests the PyProf trace lm-a),
+    its source gone, is upgraded from its own rows: kernel_op (new call_range_id, PyProf's
+    params) equals a fresh ingest's, and the kernel-op report names linear as PyProf does."""
+    src = tmp_path / "net.sql"
+    shutil.copyfile(trace_file("nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql"), src)
+    fresh = tmp_path / "fresh.duckdb"
+    traceql.ingest([src], db=fresh)
+    db = tmp_path / "v2.duckdb"
+    ingest_v1(package_at(V2, tmp_path_factory), [src], db)
+    src.unlink()
+    proc = cli("--db", db, "upgrade")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == f"upgraded {db} from contract version 2 to {CONTRACT_VERSION} (1 trace)"
+    assert rows_of(db)["kernel_op"] == rows_of(fresh)["kernel_op"]
+    with traceql.open(db) as ws:
+        ops = ws.report("kernel-op", columns="op,aten_op,params", limit=31).to_pylist()
+    assert ops[30] == {"op": "linear", "aten_op": "mm", "params": "M=200,N=(35,20),K=200,fp32"}

@@ -193,4 +193,5 @@ def _reidentify(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
                 [f(name) for name in ranks.FIELDS for f in (ident.value, ident.source)] + [trace_id])
     keys = [key for name in ranks.FIELDS for key in (f"trace.{name}", f"{name}.file_name_differs", f"{name}.ambiguous")]
     con.execute("DELETE FROM ingest_stats WHERE trace_id = ? AND list_contains(?, key)", [trace_id, keys])
-    con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)", [(trace_id, *row) for row in ident.stats])
+    if ident.stats:  # none for a trace whose file name and contents say nothing of its rank
+        con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)", [(trace_id, *row) for row in ident.stats])

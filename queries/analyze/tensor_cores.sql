@@ -10,7 +10,7 @@
 -- column op: the op call whose shapes cost the kernels (torch_op.name of kernel_op.unit_range_id), e.g. 'linear', 'aten::addmm', 'conv2d'
 -- column op_family: formula family (kernel_op.op_family): 'matmul', 'conv' or 'attention'
 -- column direction: 'forward' or 'backward' (kernel_op.direction)
--- column params: the call's parameters, PyProf style (kernel_op.params)
+-- column params: the parameters of the call's first kernel, PyProf's notation (kernel_op.params)
 -- column dtype: element type of the call (kernel_op.dtype)
 -- column reason: 'dtype' (fp32 or fp64: no tensor-core type; AMP or TF32 would make it one), 'shape' (a tensor-core type, but dimensions are not multiples of 8, 16 for 8-bit types), 'kernel' (eligible: kernel_op.tc_eligible, yet no kernel used tensor cores)
 -- column kernels: kernels of the call
@@ -28,8 +28,8 @@
 -- the dtype and dimensions of the call (kernel_op.tc_eligible); both need PyTorch op ranges
 -- (emit_nvtx, nsys --pytorch, PyProf markers, or a PyTorch profiler trace).
 WITH k AS (
-    SELECT ko.trace_id, ko.unit_range_id, ko.op_family, ko.direction, ko.params, ko.dtype, ko.tensor_core,
-           ko.tc_eligible, kk.dur
+    SELECT ko.trace_id, ko.unit_range_id, ko.kernel_id, ko.op_family, ko.direction, ko.params, ko.dtype,
+           ko.tensor_core, ko.tc_eligible, kk.dur
     FROM kernel_op ko
     JOIN kernel kk ON kk.trace_id = ko.trace_id AND kk.kernel_id = ko.kernel_id
     WHERE ($trace_id IS NULL OR ko.trace_id = $trace_id)
@@ -37,7 +37,7 @@ WITH k AS (
 ),
 calls AS (
     SELECT trace_id, unit_range_id, any_value(op_family) AS op_family, any_value(direction) AS direction,
-           any_value(params) AS params, any_value(dtype) AS dtype, bool_or(tensor_core) AS uses_tc,
+           arg_min(params, kernel_id) AS params, any_value(dtype) AS dtype, bool_or(tensor_core) AS uses_tc,
            bool_or(tc_eligible) AS eligible, count(*) AS kernels, CAST(sum(dur) AS BIGINT) AS kernel_ns
     FROM k
     GROUP BY trace_id, unit_range_id
