@@ -110,7 +110,8 @@ def cut(src: Path, dst: Path, lo: int, hi: int) -> None:
         for table in _tables_with(con, "start"):
             con.execute(f'DELETE FROM "{table}" WHERE start < ? OR start >= ?', (lo, hi))
         # an NVTX range kept whole or not at all (one cut in two would enclose only half its work)
-        con.execute('DELETE FROM NVTX_EVENTS WHERE "end" IS NOT NULL AND "end" > ?', (hi,))
+        if "NVTX_EVENTS" in _tables_with(con, "end"):
+            con.execute('DELETE FROM NVTX_EVENTS WHERE "end" IS NOT NULL AND "end" > ?', (hi,))
         for table in _tables_with(con, "timestamp"):
             con.execute(f'DELETE FROM "{table}" WHERE timestamp < ? OR timestamp >= ?', (lo, hi))
         con.commit()
@@ -178,8 +179,9 @@ def make_pair(name: str, rel: str, how: str, slower: bool, arg, out: Path) -> di
     return info
 
 
-def kineto_halves(src: Path, a: Path, b: Path, slower: bool) -> dict:
-    """A PyTorch profiler trace cut at the ProfilerStep nearest its middle: A the steps before, B
+def kineto_halves(src: Path, a: Path, b: Path, slower: bool, at_us: float | None = None) -> dict:
+    """A PyTorch profiler trace cut at the ProfilerStep nearest its middle (at_us: at that time in
+    the trace's microseconds instead, nothing left out before or after): A the steps before, B
     those after (events by their start, GPU work by its launching call's; metadata on both sides). slower: one kernel of B (the
     median total time among those with 10 or more instances) 20 % longer."""
     import gzip
@@ -189,7 +191,10 @@ def kineto_halves(src: Path, a: Path, b: Path, slower: bool) -> dict:
     events = doc["traceEvents"]
     steps = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
                    if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X")
-    lo, hi, mid = steps[0][0], steps[-1][1], steps[len(steps) // 2][0]
+    if at_us is not None:
+        lo, hi, mid = float("-inf"), float("inf"), float(at_us)
+    else:
+        lo, hi, mid = steps[0][0], steps[-1][1], steps[len(steps) // 2][0]
     timed = [e for e in events if e.get("ph") != "M" and "ts" in e]
     meta = [e for e in events if e.get("ph") == "M" or "ts" not in e]
     # GPU work goes with the call that launched it (the GPU runs behind: a step's last kernels start

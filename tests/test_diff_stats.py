@@ -206,3 +206,36 @@ def test_strata_see_a_change_the_spread_between_them_hides():
     t, df, p, effect = yuen_stratified(_groups(strata, 0.2), 0.2)
     assert pooled[2] > 0.01 and p < 1e-12
     assert effect == pytest.approx(100 * 16 / 150, abs=1.0)  # +16 us of 20 + 80 + 50
+
+
+def _paired_by_hand(d, trim):
+    v = sorted(d)
+    n = len(v)
+    g = math.floor(trim * n)
+    kept = v[g:n - g]
+    w = [min(max(x, kept[0]), kept[-1]) for x in v]
+    h = n - 2 * g
+    tm = statistics.fmean(kept)
+    se = math.sqrt((n - 1) * statistics.variance(w) / (h * (h - 1)))
+    return tm, tm / se, h - 1
+
+
+@pytest.mark.parametrize("n, trim, shift", [(7, 0.2, 0.0), (19, 0.2, 3.0), (30, 0.0, -1.5), (12, 0.1, 0.7)])
+def test_paired_trimmed_test_by_hand(n, trim, shift):
+    from traceql.stats import paired
+
+    rng = Random(n)
+    d = [shift + rng.gauss(0, 2) + (15 if i == 0 else 0) for i in range(n)]  # one wild pair
+    t, df, p, tm = paired(d, trim)
+    tm0, t0, df0 = _paired_by_hand(d, trim)
+    assert tm == pytest.approx(tm0, rel=1e-12) and t == pytest.approx(t0, rel=1e-12) and df == df0
+    assert p == pytest.approx(t_tail_by_integration(t0, df0), rel=1e-6)
+
+
+def test_paired_edges():
+    from traceql.stats import paired
+
+    assert paired([], 0.2) == (None, None, None, None)
+    assert paired([4.0, 6.0], 0.2) == (None, None, None, 5.0)  # too few for a noise estimate
+    assert paired([0, 0, 0, 0], 0.2) == (0.0, None, 1.0, 0.0)
+    assert paired([3, 3, 3, 3], 0.2) == (None, None, 0.0, 3.0)  # a constant change: no noise at all

@@ -889,13 +889,17 @@ or a workspace file (all its traces make one side), e.g.
 Rows align kernels by name, PyTorch ops by name and direction, NVTX ranges by path (CPU time,
 and GPU time of the work inside), API calls by name, copies by kind, memsets by memory kind;
 totals are the iteration time, the GPU operation time, busy time per GPU and the span. When
-both sides have iterations (traceql analyze --rule iterations), times and calls are per
-iteration. A row changed when Yuen's test (Welch's t-test on trimmed means) over its
-instances' durations gives a Benjamini-Hochberg q below --alpha AND the change is at least
---min-effect percent; a key on one side only is added or removed. Kernels, ops, copies and
-memsets are compared within launch configuration, input sizes or byte count (Δ%). The verdict is regression,
-improvement or no significant change of the iteration time and GPU operation time; --gate PCT
-exits with code 7 when one of them is slower by more than PCT percent (q below --alpha).
+one anchor (ProfilerStep, an NVTX range or a kernel's pace; traceql analyze --rule iterations)
+gives iterations on both sides, times and calls are per iteration and iteration k of A is
+paired with iteration k of B. A row changed when its test (paired over the iterations for the
+headline; Yuen's test on trimmed means over its instances' durations for the rows) gives a
+Benjamini-Hochberg q below --alpha AND the change is at least --min-effect percent; a key on one
+side only is added or removed. Kernels, ops, copies and memsets are compared within launch
+configuration, input sizes or byte count (Δ%). Δ = B - A.
+
+--gate PCT exits with code 7 when, beyond the noise (q below --alpha), the iteration time or
+the GPU operation time per iteration is slower by more than PCT percent, or a kernel, op or
+NVTX range adds more than PCT percent of A's iteration time per iteration (+%iter).
 Tables and markdown show the changed rows; csv, tsv, json and parquet give every row.
 """
 
@@ -907,8 +911,9 @@ Tables and markdown show the changed rows; csv, tsv, json and parquet give every
               help="table for people, markdown for a pull request; csv, tsv, json, parquet: every row (ns).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
 @click.option("--gate", type=click.FloatRange(min=0), default=None, metavar="PCT",
-              help="Exit with code 7 when iteration time or GPU operation time is slower by more than PCT "
-                   "percent, beyond the noise (q below --alpha).")
+              help="Exit with code 7 when iteration time or GPU operation time per iteration is slower by more "
+                   "than PCT percent, or a kernel, op or NVTX range adds more than PCT percent of the iteration "
+                   "time, beyond the noise (q below --alpha).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.01,
               show_default=True, metavar="Q", help="False discovery rate: a change needs a Benjamini-Hochberg q below it.")
 @click.option("--min-effect", "min_effect", type=click.FloatRange(min=0), default=5.0, show_default=True,
@@ -931,7 +936,8 @@ Tables and markdown show the changed rows; csv, tsv, json and parquet give every
 @click.pass_obj
 def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_iteration, kernel_key, sections,
          limit, show_all):
-    from .diff import GATE_EXIT, write_text
+    from .diff import GATE_EXIT
+    from .diff_text import gate_message, write_text
     from .diff import diff as compare_runs
 
     check_output(output)
@@ -972,10 +978,7 @@ def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_ite
     if gate is not None:
         failed = result.gate(gate)
         if failed:
-            what = ", ".join(f"{r['key']} {r['delta_pct']:+.2f}%" for r in failed)
-            per = " per iteration" if result.per_iteration else ""
-            click.echo(f"traceql: diff: {what}{per}: slower by more than --gate {gate:g}% beyond the noise",
-                       err=True)
+            click.echo(f"traceql: diff: {gate_message(result, failed, gate)}", err=True)
             sys.stdout.flush()
             sys.exit(GATE_EXIT)
 

@@ -11,8 +11,24 @@ short name), PyTorch ops by name and direction (GPU time per op call), NVTX rang
 per instance, and the GPU busy time of the work launched inside), API calls by name, copies by
 kind, memsets by memory kind; and the totals (summed GPU operation time, busy time and its
 breakdown per GPU, span). Only these aggregates leave a side, so the two sides may live in
-different workspaces and each may hold millions of instances. The iterations come from analyze's
-`iterations` rule (ProfilerStep, a repeating NVTX range, or a kernel's pace).
+different workspaces and each may hold millions of instances. A trace file that the workspace
+(--db) holds already, at the same path with the same SHA-256, is taken from there, not ingested
+again.
+
+Iterations, found jointly. Each side's own iterations come from analyze's `iterations` rule
+(ProfilerStep, a repeating NVTX range, or a kernel's pace). Both sides then take ONE anchor: each
+side's own (A's first) is tried on both (queries/diff/per_iteration.sql; an NVTX family that is
+nested differently on the other side is matched by its own range name), and the first that gives
+3 or more iterations on each side is used for both. When none does, the note says why (which
+anchor has how many iterations where) and whole traces are compared.
+
+Paired. With one anchor on both sides the two are iterations of one program: iteration k of A
+is compared with iteration k of B (the first, warm-up, left out when both have 4 or more), up to
+the shorter side. Per row of the headline (iteration time, GPU operation time per iteration) and
+per kernel, PyTorch op and NVTX range, its time in each iteration (diff/per_iteration: GPU work
+by the iteration its launching call started in) gives differences B - A, tested by the
+one-sample trimmed t-test (stats.paired; a key absent in an iteration counts 0 there). The
+headline rows take this test for their verdict. Where no pairing exists, Yuen's tests below stay.
 
 Per iteration. When both sides have iterations, every time and count is divided by the side's
 number of iterations (the largest count of one family on one thread: two processes stepping
@@ -44,10 +60,26 @@ runs, so a significant change smaller than that is not called one. Calls per ite
 by min_effect_pct or more, with an unchanged trimmed mean, make 'more calls' / 'fewer calls'. A key
 on one side only is 'added' or 'removed'.
 
-Verdict: 'regression' when iteration time or GPU operation time (per iteration) is 'slower',
-'improvement' when one is 'faster' and none slower, else 'no significant change'. gate(PCT): those
-two rows when slower by more than PCT percent with q < alpha (min_effect_pct plays no part): the
-CLI's --gate PCT exits with GATE_EXIT then.
+Wording: Δ = B - A everywhere. 'slower' and 'faster' only when the tested change and the time
+per iteration (delta_ns) move the same way; a change of min_effect_pct or more that is not
+significant reads 'not significant' (without a noise estimate 'untested'), never 'unchanged'.
+
+The gate, gate(PCT) and the CLI's --gate PCT (exit GATE_EXIT = 7): the run is slower beyond the
+noise (gate_q < alpha, Benjamini-Hochberg within the section) by more than PCT percent in
+(a) the iteration time, (b) the GPU operation time per iteration, or (c) the time any kernel,
+PyTorch op or NVTX range adds per iteration, as a percentage of A's iteration time (gate_pct).
+Paired, each is the paired test's trimmed mean change; unpaired, (a) and (b) are the rows' own
+tests, and (c) is the key's per-call change (effect_pct) applied to A's time of the key, as a
+percentage of A's GPU operation time. Communication kernels and ops (launch.category) are not
+read by (c): their time holds waits for other ranks. NVTX ranges on one side only are not read
+(instrumentation changed, not work). min_effect_pct plays no part in the gate.
+
+Verdict: 'regression' when iteration time or GPU operation time (per iteration) is 'slower' or
+a key adds min_effect_pct or more of the iteration beyond the noise (the gate at min_effect_pct),
+'improvement' when a headline row is 'faster' and nothing is slower, else 'no significant
+change'. Warnings name what makes the sides unlike: other GPU models or counts, other profiler
+versions (PyTorch profiler traces carry their CUDA runtime and driver versions in it),
+iterations of another kind.
 """
 
 from __future__ import annotations
@@ -63,7 +95,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError, UsageError
-from .stats import benjamini_hochberg, trimmed, yuen, yuen_stratified, z_test
+from .stats import benjamini_hochberg, paired, trimmed, yuen, yuen_stratified, z_test
 
 GATE_EXIT = 7  # exit code of `traceql diff --gate PCT` when the gate fails
 DEFAULT_ALPHA = 0.01
@@ -88,6 +120,7 @@ class Side:
     db: Path | None = None
     trace_id: int | None = None  # None: every trace of db
     path: Path | None = None     # the file, for 'file'
+    reused: bool = False         # a file found in the workspace (same path and SHA-256), not ingested again
 
 
 @dataclass
@@ -100,10 +133,17 @@ class SideStats:
     iteration_source: str | None = None
     iteration_family: str | None = None
     strata: dict = field(default_factory=dict)  # (section, key) -> {stratum: row}: like-for-like groups
+    iteration_note: str | None = None  # why the iterations rule abstained
+    per_iter: dict = field(default_factory=dict)  # (section, key) -> {iteration: summed ns}: diff/per_iteration
+    communication: set = field(default_factory=set)  # (section, key) of communication kernels and ops
+    anchor: tuple | None = None  # (source, family) of the iterations, the same on both sides when paired
+    hardware: dict = field(default_factory=dict)  # what the warnings compare: GPUs, exporter versions
+    joint_note: str | None = None  # how the iterations of both sides were matched, or why they were not
 
     def info(self) -> dict:
         return {"spec": self.side.spec, "kind": self.side.kind,
-                "db": None if self.side.kind == "file" else str(self.side.db),
+                "db": None if self.side.kind == "file" and not self.side.reused else str(self.side.db),
+                "reused": self.side.reused,
                 "trace_id": self.side.trace_id, "traces": self.traces, "iterations": self.iterations,
                 "iteration_source": self.iteration_source, "iteration_family": self.iteration_family}
 
@@ -155,15 +195,135 @@ def _side_stats(ws, side: Side, kernel_key: str, trim: float) -> SideStats:
     traces = ws.execute(
         "SELECT trace_id, path, source_format, exporter_version FROM trace WHERE ? IS NULL OR trace_id = ? "
         "ORDER BY trace_id", [side.trace_id, side.trace_id]).to_arrow_table().to_pylist()
-    found = ws.analyze(["iterations"], trace_id=side.trace_id).evidence["iterations"]
-    its = [r for r in found.to_pylist() if r["recoverable_ns"] is not None and r["dur_ns"] is not None]
+    found = ws.analyze(["iterations"], trace_id=side.trace_id).evidence["iterations"].to_pylist()
+    its = [r for r in found if r["recoverable_ns"] is not None and r["dur_ns"] is not None]
     counts: dict = {}
     for r in its:
         k = (r["trace_id"], r["pid"], r["tid"], r["family"])
         counts[k] = counts.get(k, 0) + 1
     top = max(counts, key=lambda k: (counts[k], str(k))) if counts else None
+    source = next((r["source"] for r in its if top and r["family"] == top[3]), None)
+    note = next((r["note"] for r in found if r["note"]), None)
+    hardware = {
+        "gpus": [tuple(r) for r in ws.execute(
+            "SELECT coalesce(name, '(unknown GPU)'), count(*) FROM device WHERE ? IS NULL OR trace_id = ? "
+            "GROUP BY 1 ORDER BY 1", [side.trace_id, side.trace_id]).fetchall()],
+        "exporters": sorted({" ".join(x for x in (t["source_format"], t["exporter_version"]) if x) for t in traces})}
+    comm = {("kernel", k) for (k,) in ws.execute(
+        "SELECT DISTINCT coalesce(CASE WHEN ? = 'short_name' THEN k.short_name ELSE k.name END, '(unnamed)') "
+        "FROM kernel k JOIN launch l ON l.trace_id = k.trace_id AND l.op_id = k.kernel_id AND l.op_kind = 'kernel' "
+        "WHERE l.category = 'communication' AND (? IS NULL OR k.trace_id = ?)",
+        [kernel_key, side.trace_id, side.trace_id]).fetchall()}
     return SideStats(side, rows, traces, counts[top] if top else None, [r["dur_ns"] for r in its],
-                     its[0]["source"] if its else None, top[3] if top else None, strata)
+                     source, top[3] if top else None, strata, note, communication=comm, hardware=hardware)
+
+
+MIN_ITERATIONS = 3  # fewest iterations of the joint anchor on each side (analyze/iterations' min_iterations)
+
+
+def _per_iteration(ws, side: Side, anchor: tuple, kernel_key: str, leaf: bool = False) -> tuple[dict, set]:
+    """queries/diff/per_iteration.sql on one side for ANCHOR (source, family): {(section, key):
+    {iteration: ns}} and the communication keys. leaf: NVTX ranges by their own name."""
+    from . import library
+
+    q = library.get("diff/per_iteration")
+    rows = ws.execute(q.sql, library.bind(q, {"trace_id": side.trace_id, "anchor_source": anchor[0],
+                                              "anchor_family": anchor[1], "kernel_key": kernel_key,
+                                              "anchor_leaf": leaf})).fetchall()
+    out: dict = {}
+    comm = set()
+    for section, key, iteration, _calls, total, is_comm in rows:
+        out.setdefault((section, key), {})[iteration] = int(total or 0)
+        if is_comm:
+            comm.add((section, key))
+    return out, comm
+
+
+def _what(anchor: tuple) -> str:
+    from .faults import printable
+
+    source, family = anchor
+    if source == "ProfilerStep":
+        return "ProfilerStep ranges"
+    if source == "kernel pace":
+        return f"the pace of kernel '{printable(family)}'"
+    return f"NVTX range '{printable(family)}'"
+
+
+def _joint(sides: list, stats: list, kernel_key: str) -> str | None:
+    """Find the iterations of both sides by one rule and one anchor: each side's own anchor
+    (analyze/iterations), A's first, tried on both; the first that gives MIN_ITERATIONS or more
+    on each side is taken, and both sides' SideStats then hold its iterations (paired). Returns
+    a note for the reader: which anchor was taken when a side found another, or why none could be
+    matched (then the sides keep what they found)."""
+    from .workspace import Workspace
+
+    anchors = []
+    for s in stats:
+        a = (s.iteration_source, s.iteration_family)
+        if s.iteration_source in ("ProfilerStep", "nvtx", "kernel pace") and a not in anchors:
+            anchors.append(a)
+    if not anchors:
+        return None
+    found = []
+    for anchor in anchors:
+        got = []
+        for side, s in zip(sides, stats):
+            with Workspace(side.db) as ws:
+                per = _per_iteration(ws, side, anchor, kernel_key)
+                if anchor[0] == "nvtx" and per[0].get(("iteration", "iterations"), {}).get(0, 0) < MIN_ITERATIONS:
+                    per = _per_iteration(ws, side, anchor, kernel_key, leaf=True)  # nested otherwise there
+                got.append(per)
+        counts = [per.get(("iteration", "iterations"), {}).get(0, 0) for per, _ in got]
+        found.append((anchor, counts))
+        if min(counts) >= MIN_ITERATIONS:
+            own = [(s.iteration_source, s.iteration_family) for s in stats]
+            for s, (per, comm), n in zip(stats, got, counts):
+                durs = per.get(("iteration", "iteration time"), {})
+                s.iterations, s.iteration_durs = n, [durs[k] for k in sorted(durs)]
+                s.iteration_source, s.iteration_family = anchor
+                s.per_iter, s.anchor = per, anchor
+                s.communication |= comm
+            other = [f"{name} found {_what(o) if o[0] else 'none'}" for name, o in zip("AB", own) if o != anchor]
+            return (f"iterations of both sides: {_what(anchor)} ({counts[0]} in A, {counts[1]} in B; "
+                    + "; ".join(other) + " on its own)") if other else None
+    parts = []
+    for anchor, counts in found:
+        missing = " and ".join(f"{name} ({n})" for name, n in zip("AB", counts) if n < MIN_ITERATIONS)
+        parts.append(f"{_what(anchor)}: fewer than {MIN_ITERATIONS} iterations in {missing}")
+    for name, s in zip("AB", stats):
+        if not s.iteration_source and s.iteration_note:
+            parts.append(f"{name}: {s.iteration_note}")
+    return "iterations could not be matched: " + "; ".join(parts)
+
+
+def _already_ingested(side: Side, db: Path) -> bool:
+    """Take a trace file from the workspace DB when it holds it already (the same resolved path and
+    the same SHA-256, trace.file_sha256) instead of ingesting it again: side.db and side.trace_id
+    then point there. A workspace that is absent, of another contract version or busy is not
+    used (the file is ingested as usual)."""
+    import duckdb
+
+    from .errors import TraceqlError
+    from .ingest import file_sha256
+    from .workspace import Workspace
+
+    if not db.is_file() or not _is_workspace(db):
+        return False
+    try:
+        with Workspace(db) as ws:
+            found = ws.execute("SELECT trace_id, file_sha256 FROM trace WHERE path = ? ORDER BY trace_id",
+                               [str(side.path.resolve())]).fetchall()
+            if not found:
+                return False
+            digest = file_sha256(side.path)
+            for trace_id, sha in found:
+                if sha == digest:
+                    side.db, side.trace_id, side.reused = db, trace_id, True
+                    return True
+    except (TraceqlError, duckdb.Error, OSError):
+        return False
+    return False
 
 
 def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, progress=None,
@@ -181,6 +341,7 @@ def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, pr
         if s.kind == "trace":
             s.db = Path(db) if db is not None else default_db()
     files = [s for s in sides if s.kind == "file"]
+    files = [s for s in files if not _already_ingested(s, Path(db) if db is not None else default_db())]
     with contextlib.ExitStack() as stack:
         if files:
             from .ingest import ingest
@@ -196,6 +357,9 @@ def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, pr
         for s in sides:
             with Workspace(s.db) as ws:
                 out.append(_side_stats(ws, s, kernel_key, trim))
+        joint = _joint(sides, out, kernel_key)
+    for s in out:
+        s.joint_note = joint
     return out[0], out[1]
 
 
@@ -249,14 +413,89 @@ def compare(a: SideStats, b: SideStats, alpha: float = DEFAULT_ALPHA,
         ra, rb = ra_all.get((section, key)), rb_all.get((section, key))
         rows.append(_row(section, key, ra, rb, ia, ib, trim, a.strata.get((section, key)),
                          b.strata.get((section, key))))
+    paired = norm and a.anchor is not None and a.anchor == b.anchor and bool(a.per_iter) and bool(b.per_iter)
+    if paired:
+        _pair(rows, a, b, trim)
+    else:
+        _unpaired_gate(rows, a, b)
     for section in SECTIONS:
         tested = [r for r in rows if r["section"] == section and r["p_value"] is not None]
         for r, q in zip(tested, benjamini_hochberg([r["p_value"] for r in tested])):
             r["q_value"] = q
+        gated = [r for r in rows if r["section"] == section and r["gate_p"] is not None]
+        for r, q in zip(gated, benjamini_hochberg([r["gate_p"] for r in gated])):
+            r["gate_q"] = q
     for r in rows:
+        if paired and r["section"] == "total" and r["key"] in HEADLINE:  # the paired test is the row's test
+            r["q_value"] = r["gate_q"]
         r["verdict"] = _verdict(r, alpha, min_effect_pct)
         r["changed"] = r["verdict"] in CHANGED
     return rows, norm
+
+
+GATED = ("kernel", "op", "range")  # the sections whose keys the gate reads, besides the headline rows
+
+
+def _gated(r: dict) -> bool:
+    """Whether the gate reads the row: an NVTX range only when both sides have it (a range added
+    or removed is instrumentation that changed, not work; a kernel or op added is work)."""
+    return r["section"] != "range" or (r["present_a"] and r["present_b"])
+
+
+def _paired_iterations(a: SideStats, b: SideStats) -> list[int]:
+    """The iterations compared pairwise: k on A against k on B, from the second (the first is
+    warm-up) when both sides have 4 or more, up to the shorter side's count (at most the first
+    max_iterations of diff/per_iteration)."""
+    n = min(len(a.iteration_durs), len(b.iteration_durs))
+    return list(range(2 if n >= 4 else 1, n + 1))
+
+
+def _pair(rows: list, a: SideStats, b: SideStats, trim: float) -> None:
+    """The paired comparison (module doc): per row of the headline and of the gated sections, the
+    differences B - A of its time in iteration k, tested by stats.paired; gate_pct: that change
+    as a percentage of A's iteration time (of A's own time for the headline rows)."""
+    its = _paired_iterations(a, b)
+    if not its:
+        return
+    base_iter = a.per_iter.get(("iteration", "iteration time"), {})
+    _, base, _ = trimmed([base_iter.get(k, 0) for k in its], trim)
+    for r in rows:
+        section, key = r["section"], r["key"]
+        where = ("iteration", key) if (section, key) == ("total", "iteration time") else (section, key)
+        if not (section in GATED or (section == "total" and key in HEADLINE)) or not _gated(r):
+            continue
+        xa, xb = a.per_iter.get(where, {}), b.per_iter.get(where, {})
+        if not xa and not xb:
+            continue
+        va, vb = [xa.get(k, 0) for k in its], [xb.get(k, 0) for k in its]
+        t, df, p, tm = paired([y - x for x, y in zip(va, vb)], trim)
+        r["pairs"], r["iter_delta_ns"], r["gate_p"] = len(its), tm, p
+        r["communication"] = (section, key) in a.communication or (section, key) in b.communication
+        if section == "total":  # A, B, Δ and Δ% of one estimate: A's trimmed mean and the paired change
+            own = trimmed(va, trim)[1]
+            r["gate_pct"] = None if not own or tm is None else 100.0 * tm / own
+            r["t"], r["df"], r["p_value"] = t, df, p
+            r["effect_pct"] = r["delta_pct"] = r["gate_pct"]
+            r["time_a_ns"], r["delta_ns"] = own, tm
+            r["time_b_ns"] = None if tm is None else own + tm
+        else:
+            r["gate_pct"] = None if not base or tm is None else 100.0 * tm / base
+
+
+def _unpaired_gate(rows: list, a: SideStats, b: SideStats) -> None:
+    """Without paired iterations: the headline rows gate on their own change and test; a key on
+    the time its per-call change (effect_pct, tested by Yuen's test) adds at A's calls, as a
+    percentage of A's GPU operation time."""
+    ops = next((r for r in rows if r["section"] == "total" and r["key"] == "GPU operations"), None)
+    base = ops["time_a_ns"] if ops else None
+    for r in rows:
+        key = (r["section"], r["key"])
+        r["communication"] = key in a.communication or key in b.communication
+        if r["section"] == "total" and r["key"] in HEADLINE:
+            r["gate_pct"], r["gate_p"] = r["delta_pct"] if r["key"] != "iteration time" else r["effect_pct"], \
+                r["p_value"]
+        elif r["section"] in GATED and _gated(r) and r["effect_pct"] is not None and r["time_a_ns"] and base:
+            r["gate_pct"], r["gate_p"] = r["effect_pct"] * r["time_a_ns"] / base, r["p_value"]
 
 
 _DEVICE_ROW = re.compile(r"GPU (\S+) (busy|compute|exposed communication|memory only)")
@@ -297,13 +536,47 @@ def _unlike_iterations(a: SideStats, b: SideStats) -> str | None:
     return f"the iterations of A ({what(a)}) and of B ({what(b)}) are not the same kind"
 
 
+def warnings(a: SideStats, b: SideStats) -> list[str]:
+    """Why the two sides may not be like with like: other GPU models or counts, other profiler
+    versions (for PyTorch profiler traces with their CUDA runtime and driver versions), other
+    formats, iterations of another kind."""
+    from .faults import printable
+
+    out = []
+
+    def gpus(s):
+        return ", ".join(f"{n} x {printable(name)}" for name, n in s.hardware.get("gpus", [])) or "no GPU described"
+
+    if a.hardware.get("gpus") != b.hardware.get("gpus"):
+        out.append(f"other GPUs: A ran on {gpus(a)}, B on {gpus(b)}")
+    ea, eb = a.hardware.get("exporters"), b.hardware.get("exporters")
+    if ea != eb:
+        out.append(f"other profilers or versions (CUDA runtime and driver where the trace records them): A "
+                   f"{'; '.join(map(printable, ea or ['unknown']))}, B {'; '.join(map(printable, eb or ['unknown']))}")
+    if a.anchor is None and a.iteration_source and b.iteration_source and \
+            (a.iteration_source, a.iteration_family) != (b.iteration_source, b.iteration_family):
+        out.append(f"iterations of another kind: A {_what((a.iteration_source, a.iteration_family))}, "
+                   f"B {_what((b.iteration_source, b.iteration_family))}")
+    return out
+
+
 def notes(a: SideStats, b: SideStats, per_iteration: bool | None, norm: bool) -> list[str]:
     """What a reader of the diff should know about how it was computed."""
     out = []
+    if a.joint_note:
+        out.append(a.joint_note)
+    if a.anchor is not None and a.anchor == b.anchor and norm:
+        n = len(_paired_iterations(a, b))
+        out.append(f"paired: iteration k of A against iteration k of B, {n} pairs"
+                   + (" (the first, warm-up, left out)" if n and _paired_iterations(a, b)[0] == 2 else ""))
     unlike = _unlike_iterations(a, b) if a.iterations and b.iterations else None
-    if unlike:
+    if unlike and a.joint_note and not norm:
+        out[-1] += ": whole traces compared (--per-iteration compares per iteration anyway)"
+    elif unlike:
         out.append(f"{unlike}: " + ("compared per iteration as asked (--per-iteration)" if norm else
                                     "whole traces compared (--per-iteration compares per iteration anyway)"))
+    elif per_iteration is None and not norm and a.joint_note and not (a.anchor and a.anchor == b.anchor):
+        out[-1] += ": whole traces compared"
     elif per_iteration is None and not norm and (a.iterations or b.iterations):
         which = "A" if not a.iterations else "B"
         out.append(f"no iterations detected in {which}: whole traces compared (traceql analyze --rule iterations "
@@ -366,26 +639,35 @@ def _row(section: str, key: str, ra: dict | None, rb: dict | None, ia: int, ib: 
         "calls_delta_pct": pct(per_a, per_b), "effect_pct": effect,
         "strata": len(set(sa or ()) | set(sb or ())) or None,
         "t": t, "df": df, "p_value": p, "q_value": None,
+        "pairs": None, "iter_delta_ns": None, "gate_pct": None, "gate_p": None, "gate_q": None, "communication": False,
         "present_a": ra is not None and (kind == "single" or bool(calls_a)),
         "present_b": rb is not None and (kind == "single" or bool(calls_b)),
     }
 
 
 def _verdict(r: dict, alpha: float, min_effect: float) -> str:
+    """The row's verdict, worded so that it never contradicts its numbers: 'slower' and 'faster'
+    only when the tested change (effect_pct) and the time per iteration (delta_ns, B - A) move the
+    same way; a change at least min_effect that is not significant says so ('not significant'),
+    one without a noise estimate 'untested'; 'unchanged' only below min_effect."""
     if r["present_a"] and not r["present_b"]:
         return "removed"
     if r["present_b"] and not r["present_a"]:
         return "added"
     if not r["present_a"]:
         return "unchanged"
-    effect = r["effect_pct"]
+    effect, delta = r["effect_pct"], r["delta_ns"]
     big = effect is not None and abs(effect) >= min_effect
-    if r["q_value"] is not None and r["q_value"] < alpha and big:
+    significant = r["q_value"] is not None and r["q_value"] < alpha
+    calls = r["calls_delta_pct"] if r["kind"] == "instances" else None
+    if significant and big and (not delta or (delta > 0) == (effect > 0)):
         return "slower" if effect > 0 else "faster"
-    if r["kind"] == "instances" and r["calls_delta_pct"] is not None and abs(r["calls_delta_pct"]) >= min_effect:
-        return "more calls" if r["calls_delta_pct"] > 0 else "fewer calls"
-    if r["p_value"] is None and big:
-        return "untested"
+    if calls is not None and abs(calls) >= min_effect:
+        return "more calls" if calls > 0 else "fewer calls"
+    if significant and big:
+        return "mixed"  # per call one way, per iteration the other, the calls moved by less than min_effect
+    if big:
+        return "untested" if r["p_value"] is None else "not significant"
     return "unchanged"
 
 
@@ -395,14 +677,19 @@ COLUMNS = [  # name, Arrow type, description (README and `traceql diff --help` r
     ("section", "string", "what the row aligns: total, kernel, op, range, range_gpu, api, memcpy, memset"),
     ("key", "string", "the alignment key: kernel name, 'op (direction)', NVTX path, API call, copy kind, memory "
                       "kind; for totals the metric"),
-    ("verdict", "string", "slower, faster, added, removed, more calls, fewer calls, unchanged, or untested (moved by "
-                          "the minimum effect or more, but no noise estimate)"),
+    ("verdict", "string", "slower, faster (the tested change and delta_ns both up, both down), added, removed, more "
+                          "calls, fewer calls, mixed (the time per call and the time per iteration moved in opposite "
+                          "directions), not significant (moved by the minimum effect or more, q not below alpha), "
+                          "untested (moved by the minimum effect or more, no noise estimate) or unchanged (moved by "
+                          "less than the minimum effect)"),
     ("changed", "bool", "the verdict is a change (slower, faster, added, removed, more or fewer calls)"),
     ("calls_a", "int64", "instances on side A (iterations for 'iteration time', operations for GPU rows)"),
     ("calls_b", "int64", "instances on side B"),
     ("time_a_ns", "float64", "side A's summed time, per iteration when per_iteration (for 'iteration time' the "
-                             "trimmed mean iteration, for 'span' the span)"),
-    ("time_b_ns", "float64", "side B's, the same way"),
+                             "trimmed mean iteration, for 'span' the span; paired 'iteration time' and 'GPU "
+                             "operations': the trimmed mean over the paired iterations)"),
+    ("time_b_ns", "float64", "side B's, the same way (paired 'iteration time' and 'GPU operations': time_a_ns + "
+                             "iter_delta_ns, A's typical iteration changed by the paired change)"),
     ("delta_ns", "float64", "time_b_ns - time_a_ns"),
     ("delta_pct", "float64", "delta_ns as a percentage of time_a_ns"),
     ("mean_a_ns", "float64", "mean instance duration on side A"),
@@ -432,6 +719,19 @@ COLUMNS = [  # name, Arrow type, description (README and `traceql diff --help` r
     ("p_value", "float64", "two-sided p-value; NULL when untested"),
     ("q_value", "float64", "Benjamini-Hochberg adjusted p-value within the section: the change is called when "
                            "q_value < alpha and it is at least min_effect_pct"),
+    ("pairs", "int64", "iterations compared pairwise (iteration k of A against iteration k of B, warm-up left out); "
+                       "NULL when the sides are not paired or the row is not gated"),
+    ("iter_delta_ns", "float64", "paired: trimmed mean over the paired iterations of B's minus A's time of the row in "
+                                 "iteration k"),
+    ("gate_pct", "float64", "what --gate compares with PCT: for 'iteration time' and 'GPU operations' their change in "
+                            "percent (paired: iter_delta_ns of A's trimmed mean); for kernels, ops and NVTX ranges "
+                            "the time they add per iteration as a percentage of A's iteration time (paired: "
+                            "iter_delta_ns; unpaired: effect_pct of A's time of the key, of A's GPU operation time)"),
+    ("gate_p", "float64", "p-value of gate_pct's test: the paired trimmed t-test (stats.paired) over the iterations, "
+                          "else the row's own test"),
+    ("gate_q", "float64", "gate_p adjusted by Benjamini-Hochberg within the section; the gate needs gate_q < alpha"),
+    ("communication", "bool", "the row's kernels are communication kernels (launch.category): their time holds waits "
+                              "for other ranks, so the gate does not read them"),
 ]
 
 
@@ -452,9 +752,11 @@ class Diff:
     kernel_key: str
     trim: float
     notes: list = field(default_factory=list)  # how it was computed, for the reader (write_text prints them)
+    warnings: list = field(default_factory=list)  # why the sides may not compare like with like
 
     def summary(self) -> dict:
-        return {"verdict": self.verdict, "notes": self.notes, "a": self.a, "b": self.b, "alpha": self.alpha,
+        return {"verdict": self.verdict, "warnings": self.warnings, "notes": self.notes, "a": self.a, "b": self.b,
+                "alpha": self.alpha,
                 "min_effect_pct": self.min_effect_pct, "per_iteration": self.per_iteration,
                 "kernel_key": self.kernel_key, "trim": self.trim, "headline": [r for r in self.rows.to_pylist()
                                                             if r["section"] == "total" and r["key"] in HEADLINE]}
@@ -464,11 +766,13 @@ class Diff:
         return [r for r in self.rows.to_pylist() if r["changed"] and (section is None or r["section"] == section)]
 
     def gate(self, pct: float) -> list[dict]:
-        """The headline rows (iteration time, GPU operations) slower by more than PCT percent with
-        q < alpha: a CI gate fails when there is one."""
-        return [r for r in self.rows.to_pylist()
-                if r["section"] == "total" and r["key"] in HEADLINE and r["delta_pct"] is not None
-                and r["delta_pct"] > pct and r["q_value"] is not None and r["q_value"] < self.alpha]
+        """The rows that trip `--gate PCT` (a CI gate fails when there is one): (a) the iteration
+        time or (b) the GPU operation time per iteration slower by more than PCT percent, or (c) a
+        kernel, PyTorch op or NVTX range that adds more than PCT percent of A's iteration time per
+        iteration (gate_pct), each beyond the noise (gate_q < alpha). Communication kernels and
+        ops are not read (their time holds waits for other ranks). The headline rows first, then
+        the largest gate_pct."""
+        return gate_rows(self.rows.to_pylist(), pct, self.alpha)
 
     def __arrow_c_stream__(self, requested_schema=None):
         return self.rows.__arrow_c_stream__(requested_schema)
@@ -486,7 +790,16 @@ def diff(a, b, db=None, *, alpha: float = DEFAULT_ALPHA, min_effect_pct: float =
     sa, sb = load(a, b, db, kernel_key=kernel_key, trim=trim, progress=progress, on_wait=on_wait)
     rows, norm = compare(sa, sb, alpha, min_effect_pct, per_iteration, trim)
     said = notes(sa, sb, per_iteration, norm)
-    return _result(rows, sa, sb, alpha, min_effect_pct, norm, kernel_key, trim, said)
+    return _result(rows, sa, sb, alpha, min_effect_pct, norm, kernel_key, trim, said, warnings(sa, sb))
+
+
+def gate_rows(rows: list, pct: float, alpha: float) -> list[dict]:
+    """The rows of a diff that trip a gate of PCT percent (Diff.gate)."""
+    out = [r for r in rows if (r["section"] in GATED or (r["section"] == "total" and r["key"] in HEADLINE))
+           and not r["communication"] and r["gate_pct"] is not None and r["gate_pct"] > pct
+           and r["gate_q"] is not None and r["gate_q"] < alpha]
+    return sorted(out, key=lambda r: (r["section"] != "total", HEADLINE.index(r["key"]) if r["section"] == "total"
+                                      else 0, -r["gate_pct"], r["section"], r["key"]))
 
 
 def _order(r: dict):
@@ -498,12 +811,14 @@ def _order(r: dict):
     return (SECTIONS.index(r["section"]), not r["changed"], -abs(r["delta_ns"] or 0.0), r["key"])
 
 
-def _result(rows, sa: SideStats, sb: SideStats, alpha, min_effect_pct, norm, kernel_key, trim, said=()) -> Diff:
+def _result(rows, sa: SideStats, sb: SideStats, alpha, min_effect_pct, norm, kernel_key, trim, said=(),
+            warned=()) -> Diff:
     import pyarrow as pa
 
     rows = sorted(rows, key=_order)
     head = {r["key"]: r["verdict"] for r in rows if r["section"] == "total" and r["key"] in HEADLINE}
-    verdict = ("regression" if "slower" in head.values() else
+    adds = gate_rows([r for r in rows if r["section"] != "total"], min_effect_pct, alpha)
+    verdict = ("regression" if "slower" in head.values() or adds else
                "improvement" if "faster" in head.values() else "no significant change")
     fields = [pa.field(name, getattr(pa, kind)() if kind != "bool" else pa.bool_(),
                        metadata={b"description": doc.encode()}) for name, kind, doc in COLUMNS]
@@ -513,159 +828,8 @@ def _result(rows, sa: SideStats, sb: SideStats, alpha, min_effect_pct, norm, ker
                 r[k] = None
     table = pa.Table.from_pylist([{name: r[name] for name, _, _ in COLUMNS} for r in rows],
                                  schema=pa.schema(fields))
-    d = Diff(table, sa.info(), sb.info(), verdict, alpha, min_effect_pct, norm, kernel_key, trim, list(said))
+    d = Diff(table, sa.info(), sb.info(), verdict, alpha, min_effect_pct, norm, kernel_key, trim, list(said),
+             list(warned))
     meta = json.dumps({k: v for k, v in d.summary().items() if k != "headline"}, default=str)
     d.rows = table.replace_schema_metadata({b"traceql.diff": meta.encode()})
     return d
-
-
-# ------------------------------------------------------------------------------ for people
-
-def _signed_ns(v) -> str:
-    from .render import human_ns
-
-    return "" if v is None else ("+" if v > 0 else "") + human_ns(v)
-
-
-def _pct(v) -> str:
-    return "" if v is None else f"{v:+.1f}%"
-
-
-def _q(v) -> str:
-    return "" if v is None else "<1e-4" if v < 1e-4 else f"{v:.2g}"
-
-
-def _side_text(side: dict) -> str:
-    from .faults import printable
-
-    traces = side["traces"]
-    what = ", ".join(" ".join(x for x in (t["source_format"], t["exporter_version"]) if x) for t in traces[:1])
-    if side["kind"] == "file":
-        head = f"{printable(side['spec'])} ({what})"
-    elif side["kind"] == "trace":
-        head = f"trace {side['trace_id']} of {printable(side['db'])}: {printable(traces[0]['path'])} ({what})"
-    else:
-        head = f"{printable(side['spec'])}: {len(traces)} trace{'s' if len(traces) != 1 else ''} ({what})"
-    its = side["iterations"]
-    if not its:
-        return head + ", no iterations detected"
-    source = side["iteration_source"]
-    how = source if source == "ProfilerStep" else f"{source}: {printable(side['iteration_family'])}"
-    return head + f", {its} iterations ({how})"
-
-
-def verdict_text(d: Diff) -> str:
-    """'regression: GPU operations +8.1%, iteration time +6.9% per iteration' and the rule."""
-    head = [r for r in d.rows.to_pylist() if r["section"] == "total" and r["key"] in HEADLINE]
-    moved = ", ".join(f"{r['key']} {_pct(r['delta_pct'])} ({r['verdict']})" for r in head if r["delta_pct"] is not None)
-    per = " per iteration" if d.per_iteration else ""
-    rule = (f"a change is called when Yuen's test on {round(d.trim * 100)}% trimmed means gives q < {d.alpha:g} "
-            f"(Benjamini-Hochberg) and it is at least {d.min_effect_pct:g}%")
-    return f"{d.verdict}: {moved or 'no GPU operations or iterations to compare'}{per}; {rule}"
-
-
-_TOTAL_COLUMNS = [("verdict", "verdict"), ("A", "time_a_ns"), ("B", "time_b_ns"), ("Δ", "delta_ns"),
-                  ("Δ%", "effect_pct"), ("q", "q_value"), ("metric", "key")]
-_ROW_COLUMNS = [("verdict", "verdict"), ("calls A", "calls_a"), ("calls B", "calls_b"), ("tmean A", "tmean_a_ns"),
-                ("tmean B", "tmean_b_ns"), ("Δ%", "effect_pct"), ("Δtime", "delta_ns"), ("q", "q_value")]
-_KEY_NAMES = {"kernel": "kernel", "op": "op", "range": "path", "range_gpu": "path", "api": "call", "memcpy": "kind",
-              "memset": "kind"}
-
-
-def _display(rows: list[dict], section: str, markdown: bool):
-    """The rows as a table of text for people: numbers right-aligned, the key last."""
-    import pyarrow as pa
-
-    from .render import human_ns
-
-    right = {b"align": b"right"}
-    columns = _TOTAL_COLUMNS if section == "total" else _ROW_COLUMNS + [(_KEY_NAMES[section], "key")]
-    cells = {h: [] for h, _ in columns}
-    for r in rows:
-        for head, name in columns:
-            v = r[name]
-            if name == "key":
-                text = v if not markdown else "`" + v.replace("`", "'") + "`"
-            elif name == "verdict":
-                text = v
-            elif name in ("calls_a", "calls_b"):
-                text = f"{v or 0:,}"
-            elif name == "delta_ns":
-                text = _signed_ns(v)
-            elif name.endswith("_pct"):
-                text = _pct(v)
-            elif name == "q_value":
-                text = _q(v)
-            else:
-                text = "" if v is None else human_ns(v)
-            cells[head].append(text)
-    fields = [pa.field(h, pa.string(), metadata=None if name in ("key", "verdict") else right) for h, name in columns]
-    return pa.table([pa.array(cells[h], pa.string()) for h, _ in columns], schema=pa.schema(fields))
-
-
-def _counts(rows: list[dict]) -> str:
-    found: dict = {}
-    for r in rows:
-        if r["changed"]:
-            found[r["verdict"]] = found.get(r["verdict"], 0) + 1
-    return ", ".join(f"{n} {v}" for v, n in found.items())
-
-
-def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit: int = 10, sections=None,
-               show_all: bool = False) -> None:
-    """Print a Diff for people (fmt 'table') or as markdown for a pull request: the sides, the
-    verdict, the totals, then per section its changed rows (all rows with show_all), the largest
-    time change first, at most LIMIT of them."""
-    import io
-
-    from .analyze import _wrapped
-    from .render import render
-
-    md = fmt == "markdown"
-    rows = d.rows.to_pylist()
-    per = ", time per iteration" if d.per_iteration else ""
-    if md:
-        out.write(f"## traceql diff: {d.verdict}\n\n")
-        out.write(f"- A (before): {_side_text(d.a)}\n- B (after): {_side_text(d.b)}\n\n")
-        out.write(f"**{verdict_text(d)}.**\n")
-        for note in d.notes:
-            out.write(f"\nNote: {note}.\n")
-    else:
-        out.write(_wrapped(f"A (before): {_side_text(d.a)}", width) + "\n")
-        out.write(_wrapped(f"B (after):  {_side_text(d.b)}", width) + "\n")
-        out.write(_wrapped(f"Verdict: {verdict_text(d)}.", width) + "\n")
-        for note in d.notes:
-            out.write(_wrapped(f"Note: {note}.", width) + "\n")
-    for section in sections or SECTIONS:
-        mine = [r for r in rows if r["section"] == section]
-        if section == "total":  # every total that is not zero on both sides
-            shown = [r for r in mine if (r["time_a_ns"] or 0) != 0 or (r["time_b_ns"] or 0) != 0]
-            title = f"{TITLES[section]}{per}"
-        else:
-            if not mine:
-                continue
-            changed = [r for r in mine if r["changed"]]
-            shown = mine if show_all else changed
-            counts = _counts(mine)
-            title = (f"{TITLES[section]}{per}: {len(changed)} of {len(mine):,} changed ({counts})" if changed
-                     else f"{TITLES[section]}{per}: none of {len(mine):,} changed")
-        more = max(0, len(shown) - limit) if section != "total" else 0
-        shown = shown if section == "total" else shown[:limit]
-        out.write(f"\n### {title}\n" if md else "\n" + _wrapped(title, width) + "\n")
-        if not shown:
-            continue
-        if md:
-            out.write("\n")
-        table = _display(shown, section, md)
-        if md:
-            render(table, "markdown", out)
-        else:
-            buf = io.StringIO()
-            render(table, "table", buf, width=width)
-            lines = buf.getvalue().splitlines()
-            if lines and re.match(r"^[\d,]+ rows?", lines[-1].replace("\x1b[2m", "")):
-                lines = lines[:-1]  # the row count: the title says it
-            out.write("\n".join(lines) + "\n")
-        if more:
-            note = f"({more:,} more; --limit N shows more, --format csv every row)"
-            out.write(f"\n{note}\n" if md else _wrapped(note, width) + "\n")

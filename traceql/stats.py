@@ -162,3 +162,23 @@ def benjamini_hochberg(ps: list[float]) -> list[float]:
         running = min(running, ps[i] * m / rank)
         out[i] = running
     return out
+
+
+def paired(diffs, trim: float = 0.2):
+    """The one-sample trimmed t-test (Tukey and McLaughlin) of paired differences against 0: the
+    mean of DIFFS with the floor(trim * n) smallest and largest left out, its squared standard
+    error (n - 1) s_w^2 / (h (h - 1)) from the winsorized variance s_w^2, h = n - 2g kept, and
+    h - 1 degrees of freedom. Returns (t, df, p, trimmed mean); (None, None, None, mean) with
+    fewer than 3 differences; no spread at all: p = 1 for a mean of 0, else 0 (t, df None)."""
+    n = len(diffs)
+    if n == 0:
+        return None, None, None, None
+    _, tm, wv = trimmed(diffs, trim)
+    if n < 3:
+        return None, None, None, tm
+    h = n - 2 * math.floor(trim * n)
+    se2 = (n - 1) * (wv or 0.0) / (h * (h - 1))
+    if se2 <= 0.0:
+        return (0.0, None, 1.0, tm) if tm == 0 else (None, None, 0.0, tm)
+    t = tm / math.sqrt(se2)
+    return t, float(h - 1), t_two_sided(t, float(h - 1)), tm
