@@ -12,6 +12,7 @@ its documented behaviour. Cases already covered elsewhere are named here and not
 
 import fcntl
 import os
+import select
 import shutil
 import signal
 import sqlite3
@@ -457,15 +458,18 @@ def test_a_second_ingest_waits_for_the_first(tmp_path, workspace):
                                  str(nsys_stub(tmp_path / "b.sqlite"))], cwd=REPO, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env={**os.environ, "PYTHONPATH": str(REPO)})
-        time.sleep(2.0)
+        # Hold the lock until the second ingest says it waits (a fixed sleep lost the race on a
+        # loaded machine: the child had not reached the lock when it was released).
+        assert select.select([proc.stderr], [], [], 60)[0], "the second ingest said nothing for 60 s"
+        waiting = proc.stderr.readline()
         assert proc.poll() is None, "the second ingest did not wait"
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
-    assert err == (f"traceql: {workspace}: waiting for another traceql ingest (pid 31337) "
-                   "into this workspace to end\n")
+    assert proc.returncode == 0, waiting + err
+    assert waiting + err == (f"traceql: {workspace}: waiting for another traceql ingest (pid 31337) "
+                             "into this workspace to end\n")
     assert out.startswith("added trace 2")
 
 
