@@ -5,20 +5,28 @@
 -- column trace_id if per_trace: trace of the row (trace.trace_id)
 -- column device_id: GPU (gpu_op.device_id); GPUs of different traces with the same id share a row unless per_trace
 -- column device: GPU name (device.name)
--- column calls: GPU operations on the GPU (kernels, copies and memsets)
+-- column calls: GPU operations on the GPU (kernels, copies, memsets and executions of CUDA graphs traced whole, graph_exec)
 -- column total_ns: summed duration of those operations in ns (concurrent streams overlap: not wall time)
 -- column pct: total_ns as a percentage of the summed duration of all GPU operations in the report (every GPU; after --where; within the trace with per_trace)
 -- column kernel_ns: summed kernel time in ns
 -- column memcpy_ns: summed copy time in ns
 -- column memset_ns: summed memset time in ns
+-- column graph_ns: summed time of the executions of CUDA graphs traced whole (graph_exec: nsys --cuda-graph-trace=graph) in ns
 -- column busy_ns: time the GPU ran at least one operation: the union of the operations' intervals in ns, computed per trace and summed
 -- column span_ns: the trace's time span (trace.duration: first to last event of any kind) in ns, summed over the traces in the row
 -- column busy_pct: busy_ns as a percentage of span_ns (the trace span, not the GPU's own first-to-last span)
 -- label pct: Time(%) of all GPU operations
 -- label busy_pct: Busy(%) of trace span
-WITH input AS (
+WITH ops AS (
+    SELECT * FROM gpu_op
+    UNION ALL  -- executions of CUDA graphs traced whole (graph_exec), with gpu_op's columns (queries/gpu.sql)
+    SELECT trace_id, 'graph', CAST(NULL AS BIGINT), device_id, stream_id, pid, correlation_id, ts, dur,
+           '[CUDA graph ' || coalesce(CAST(graph_id AS VARCHAR), '?') || ']', CAST(NULL AS BIGINT)
+    FROM graph_exec
+),
+input AS (
     SELECT *
-    FROM gpu_op
+    FROM ops
     WHERE ($trace_id IS NULL OR trace_id = $trace_id)
       AND /* where */ TRUE
 ),
@@ -38,6 +46,7 @@ per_device AS (
         coalesce(sum(dur) FILTER (WHERE op_kind = 'kernel'), 0) AS kernel_ns,
         coalesce(sum(dur) FILTER (WHERE op_kind = 'memcpy'), 0) AS memcpy_ns,
         coalesce(sum(dur) FILTER (WHERE op_kind = 'memset'), 0) AS memset_ns,
+        coalesce(sum(dur) FILTER (WHERE op_kind = 'graph'), 0) AS graph_ns,
         sum(greatest(0, ts + dur - greatest(ts, coalesce(covered_until, ts)))) AS busy_ns
     FROM swept
     GROUP BY 1, 2
@@ -52,6 +61,7 @@ grouped AS (
         sum(p.kernel_ns) AS kernel_ns,
         sum(p.memcpy_ns) AS memcpy_ns,
         sum(p.memset_ns) AS memset_ns,
+        sum(p.graph_ns) AS graph_ns,
         sum(p.busy_ns) AS busy_ns,
         sum(t.duration) AS span_ns
     FROM per_device p
@@ -67,6 +77,7 @@ SELECT
     TRY_CAST(kernel_ns AS BIGINT) AS kernel_ns,
     TRY_CAST(memcpy_ns AS BIGINT) AS memcpy_ns,
     TRY_CAST(memset_ns AS BIGINT) AS memset_ns,
+    TRY_CAST(graph_ns AS BIGINT) AS graph_ns,
     TRY_CAST(busy_ns AS BIGINT) AS busy_ns,
     TRY_CAST(span_ns AS BIGINT) AS span_ns,
     100.0 * busy_ns / nullif(span_ns, 0) AS busy_pct

@@ -152,6 +152,12 @@ def test_hand_written_graph_fixture_busy_time(tmp_path):
         assert row == {"ops": 6 + 2, "busy_ns": 1450 + 800 + 600, "compute_ns": 2850, "memory_exposed_ns": 0}
         iv = intervals(src)[0]
         assert row["busy_ns"] == length(union(iv["graph"] + iv["kernel"]))
+        # report --by device and --by stream: the executions' time, and busy time with them
+        [dev] = ws.report("device").to_pylist()
+        assert (dev["calls"], dev["kernel_ns"], dev["graph_ns"], dev["total_ns"], dev["busy_ns"]) \
+            == (8, 1450, 1400, 2850, 2850)
+        s7 = [r for r in ws.report("stream").to_pylist() if r["stream_id"] == 7]
+        assert [(r["graphs"], r["graph_ns"], r["kernels"], r["busy_ns"]) for r in s7] == [(2, 1400, 5, 1400 + 1400)]
         gaps = ws.analyze(["gpu_gaps"], min_gap_ns=1).evidence["gpu_gaps"].to_pylist()
         assert sorted((r["ts"], r["gap_ns"]) for r in gaps) == gaps_of(union(iv["graph"] + iv["kernel"]), 1)
         by_ts = {r["ts"]: r for r in gaps}

@@ -17,7 +17,7 @@ from fixtures.gen_kineto import generate
 from traceql.analyze import write_text
 
 from .test_kineto import events, load, ns
-from .util import REPO
+from .util import REPO, trace_file
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +96,55 @@ def test_pinned_bandwidth_estimate(tmp_path):
     with traceql.open(tmp_path / "ws.duckdb") as ws:
         [row] = ws.analyze(["pageable_memcpy"]).evidence["pageable_memcpy"].to_pylist()
         assert (row["bytes"], row["copy_ns"], row["pinned_ns"], row["recoverable_ns"]) == (1048576, 1000, 250, 1000)
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    files = [trace_file("kineto-hta-torchrec-a100-rank0/rank0.json.gz"),
+             trace_file("kineto-tracelens-h100-qwen0.5b/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")]
+    db = tmp_path_factory.mktemp("real_reads") / "ws.duckdb"
+    traceql.ingest(files, db=db)
+    ws = traceql.open(db)
+    yield [load(f) for f in files], ws
+    ws.close()
+
+
+def test_torchrec_host_reads_are_syncs_not_pageable_copies(real):
+    """TorchRec's rank 0 copies KJT lengths to the host (aten::to, pageable): 30 device-to-host
+    copies whose calls waited up to 147 ms for the queue. Contract 2 counted 758 ms of them as
+    'recoverable by pinning'; they are synchronizations, each copy itself took microseconds."""
+    (doc, _), ws = real
+    api = events(doc, "api")
+    calls = {e["args"]["correlation"]: e for e in api}
+    assert len(calls) == len(api)  # one CPU process: correlation ids are unique
+    blocking = []
+    for m in events(doc, "memcpy"):
+        if "DtoH" not in m["name"]:
+            continue
+        c = calls.get(m["args"]["correlation"])
+        if c is not None and ns(c["ts"]) < ns(m["ts"]) and ns(c["ts"]) + ns(c["dur"]) >= ns(m["ts"]) + ns(m["dur"]):
+            blocking.append((ns(m["ts"]) - ns(c["ts"]), m["args"]["bytes"]))
+    assert len(blocking) == 30 and max(w for w, _ in blocking) > 140_000_000
+    result = ws.analyze(["sync_calls", "pageable_memcpy"], trace_id=1)
+    reads = [r for r in result.evidence["sync_calls"].to_pylist() if r["kind"] == "copy"]
+    assert sorted(r["wait_ns"] for r in reads) == sorted(w for w, _ in blocking)
+    assert {r["op"] for r in reads} == {"aten::to"}
+    assert all(r["range_path"].endswith("aten::to > aten::_to_copy > aten::copy_") for r in reads)
+    pageable = result.evidence["pageable_memcpy"].to_pylist()
+    assert pageable and {r["copy_kind"] for r in pageable} == {"Host-to-Device"}  # the reads are not here
+    assert all(r["recoverable_ns"] == min(r["copy_ns"], r["call_ns"]) for r in pageable)
+
+
+def test_item_behind_a_stream_synchronize_without_sync_records(real):
+    """Qwen's trace (PyTorch 2.x, no cuda_sync events): `if tensor:` runs aten::is_nonzero >
+    aten::item > aten::_local_scalar_dense, a copy into pinned memory that returns at once and a
+    cudaStreamSynchronize that waits: a sync finding by the call's name, naming the op."""
+    (_, doc), ws = real
+    assert not [e for e in doc["traceEvents"] if e.get("cat") == "cuda_sync"]
+    [sync] = [e for e in events(doc, "api") if e["name"] == "cudaStreamSynchronize"]
+    rows = [r for r in ws.analyze(["sync_calls"], trace_id=2).evidence["sync_calls"].to_pylist()
+            if r["call"] == "cudaStreamSynchronize"]
+    assert [(r["kind"], r["wait_ns"], r["op"], r["range_path"]) for r in rows] == [
+        ("stream", ns(sync["dur"]), "aten::is_nonzero",
+         "ProfilerStep#6 > aten::is_nonzero > aten::item > aten::_local_scalar_dense")]
+    assert rows[0]["gpu_idle_ns"] > 0 and rows[0]["device_id"] == 0

@@ -11,10 +11,10 @@
 -- column kind: what it waited for: 'device', 'stream' or 'event' (sync_event.kind), or 'copy' for a host read (the copy's call waited for the GPU work queued before the copy)
 -- column ts: start of the call in ns (trace clock)
 -- column at_ns: start of the call in ns after the trace's start
--- column wait_ns: how long the thread was blocked in ns (sync_event.dur); for a host read, from the call's start to the copy's start on the GPU (the copy's own time is pageable_memcpy's)
+-- column wait_ns: how long the thread was blocked in ns (sync_event.dur; the call's duration when the trace recorded no synchronization for it); for a host read, from the call's start to the copy's start on the GPU (the copy's own time is pageable_memcpy's)
 -- column gpu_idle_ns: how long the GPU (the call's device) then ran nothing: the last idle gap that began while the call waited (the GPU running dry), to the next operation on that GPU, in ns; 0 when the GPU never ran dry
 -- column recoverable_ns: gpu_idle_ns: GPU time lost because the thread that queues work was blocked (the host's own wait, wait_ns, costs no GPU time while the GPU works)
--- column device_id: GPU synchronized with (sync_event.device_id)
+-- column device_id: GPU synchronized with (sync_event.device_id; without a record, the GPU that ran most of the process's operations)
 -- column stream_id: stream synchronized, NULL for device and event synchronizations
 -- column op: the PyTorch op that forced the wait: the outermost op (torch_op.top_range_id) around the innermost range open on the calling thread at the call, e.g. 'aten::item'; NULL when that range is no PyTorch op
 -- column range_path: the innermost NVTX push/pop range open on the calling thread at the call (nvtx_range.path), NULL when none
@@ -31,8 +31,10 @@
 -- makes a stream wait, not the host. A host read is a device-to-host copy whose launching call
 -- lasted until the copy ended and started before it: the call waited from its start to the
 -- copy's (keyed -1 - memcpy_id). A copy into pinned memory with non_blocking=True returns at
--- once and is no host read; the synchronization that follows it is a sync_event. The GPU's gaps come from one window sweep per GPU; each
--- call's gap (the latest one to start before the call returned, kept when it started after the
+-- once and is no host read; the synchronization that follows it is. A synchronizing call the
+-- trace has no synchronization record for (PyTorch profiler traces record them only with
+-- cuda_sync events, PyTorch 2.1 and later, when asked) counts by its name, for its whole
+-- duration (keyed -2^40 - api_id). The GPU's gaps come from one window sweep per GPU; each call's gap (the latest one to start before the call returned, kept when it started after the
 -- call did) and its enclosing ranges from ASOF joins.
 WITH reads AS (  -- device-to-host copies with their calls, one row each (grouped: the comparison of
                  -- the call's and the copy's times below then stays out of the join)
@@ -44,6 +46,16 @@ WITH reads AS (  -- device-to-host copies with their calls, one row each (groupe
     WHERE ($trace_id IS NULL OR m.trace_id = $trace_id) AND m.copy_kind = 'Device-to-Host'
     GROUP BY m.trace_id, m.memcpy_id
 ),
+recorded AS (  -- the calls the trace has synchronization records for
+    SELECT DISTINCT trace_id, api_id FROM sync_event
+    WHERE api_id IS NOT NULL AND ($trace_id IS NULL OR trace_id = $trace_id)
+),
+process_gpu AS (  -- the GPU that ran most of each process's operations
+    SELECT trace_id, pid, arg_max(device_id, n) AS device_id
+    FROM (SELECT trace_id, pid, device_id, count(*) AS n FROM gpu_op
+          WHERE ($trace_id IS NULL OR trace_id = $trace_id) GROUP BY ALL)
+    GROUP BY trace_id, pid
+),
 syncs AS (
     SELECT s.trace_id, s.sync_id, s.api_name AS call, s.kind, s.ts, s.dur AS wait_ns, s.ts + s.dur AS end_ts,
            s.device_id, s.stream_id, s.pid, s.tid
@@ -54,6 +66,17 @@ syncs AS (
     SELECT trace_id, -1 - memcpy_id, call, 'copy', ts, copy_ts - ts, ts + call_ns, device_id, stream_id, pid, tid
     FROM reads
     WHERE ts < copy_ts AND ts + call_ns >= copy_ts + copy_ns AND copy_ts - ts >= $min_wait_ns
+    UNION ALL
+    SELECT a.trace_id, -1099511627776 - a.api_id, a.name,
+           CASE WHEN a.name IN ('cudaStreamSynchronize', 'cuStreamSynchronize') THEN 'stream'
+                WHEN a.name IN ('cudaEventSynchronize', 'cuEventSynchronize') THEN 'event' ELSE 'device' END,
+           a.ts, a.dur, a.ts + a.dur, d.device_id, CAST(NULL AS BIGINT), a.pid, a.tid
+    FROM api_call a
+    ANTI JOIN recorded r ON r.trace_id = a.trace_id AND r.api_id = a.api_id
+    LEFT JOIN process_gpu d ON d.trace_id = a.trace_id AND d.pid = a.pid
+    WHERE ($trace_id IS NULL OR a.trace_id = $trace_id) AND a.dur >= $min_wait_ns
+      AND a.name IN ('cudaDeviceSynchronize', 'cudaThreadSynchronize', 'cuCtxSynchronize', 'cudaStreamSynchronize',
+                     'cuStreamSynchronize', 'cudaEventSynchronize', 'cuEventSynchronize')
 ),
 work AS (  -- GPU operations and CUDA graphs traced whole (graph_exec, keyed -1 - exec_row_id)
     SELECT trace_id, device_id, op_id, ts, dur FROM gpu_op WHERE ($trace_id IS NULL OR trace_id = $trace_id)
