@@ -16,14 +16,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Generate a small schema-faithful Nsight Systems export, ingest it, show what
-# is in it and the ten longest kernels.
+# is in it, the overview (summary) and the ten kernels with the most GPU time.
 demo: $(STAMP)
 	mkdir -p $(DEMO)
 	$(PY) -m fixtures.gen_nsys --layout 3 --kernels 2000 --force -q -o $(DEMO)/demo.sqlite
 	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb ingest $(DEMO)/demo.sqlite
 	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb info
-	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb sql \
-	  "SELECT name, device_id, stream_id, ts, dur FROM kernel ORDER BY dur DESC, kernel_id LIMIT 10"
+	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb summary --limit 5
+	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb report --by kernel --limit 10
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -185,7 +185,7 @@ def test_bad_input_is_one_line_with_its_exit_code(tmp_path, workspace, case, mak
     assert cause in line, line
     assert proc.stdout == ""
     assert sha256(workspace) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.sqlite", "in", "ws.duckdb", "ws.duckdb.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.sqlite", "in", "ws.duckdb"]
 
 
 def test_a_view_broken_by_another_tool_is_ignored(tmp_path):
@@ -471,6 +471,44 @@ def test_a_second_ingest_waits_for_the_first(tmp_path, workspace):
     assert waiting + err == (f"traceql: {workspace}: waiting for another traceql ingest (pid 31337) "
                              "into this workspace to end\n")
     assert out.startswith("added trace 2")
+    assert not workspace.with_name(workspace.name + ".lock").exists()  # no lock file left behind
+
+
+def test_a_waiting_writer_takes_the_lock_file_there_now(tmp_path):
+    """A writer removes its lock file when it ends (issue 35: none left behind). One that waited
+    on the removed file must not count it as the lock: while it waited a third writer made a new
+    lock file and holds it, so it waits for that one too."""
+    import threading
+
+    from traceql.lock import workspace_lock
+
+    db = tmp_path / "ws.duckdb"
+    path = tmp_path / "ws.duckdb.lock"
+    first = open(path, "a+")
+    fcntl.flock(first, fcntl.LOCK_EX)
+    got = threading.Event()
+
+    def writer():
+        with workspace_lock(db, timeout=30):
+            got.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        assert not got.is_set()
+        os.unlink(path)  # the first writer ends as traceql's do: file removed while still held ...
+        third = open(path, "a+")  # ... and a third writer came meanwhile and holds a new one
+        fcntl.flock(third, fcntl.LOCK_EX)
+        first.close()
+        assert not got.wait(1.0), "the waiting writer took the removed file for the lock"
+        os.unlink(path)
+        third.close()
+        assert got.wait(10.0)
+    finally:
+        first.close()
+        thread.join(30)
+    assert not path.exists()
 
 
 def test_sql_write_and_ingest_wait_for_each_other(tmp_path, workspace):
@@ -838,7 +876,7 @@ def test_ctrl_c_while_the_extension_loads_stops_the_ingest(workspace, tmp_path, 
     with pytest.raises(duckdb.InterruptException):
         traceql.ingest([nsys_stub(tmp_path / "b.sqlite")], db=workspace)
     assert sha256(workspace) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.sqlite", "good.sqlite", "ws.duckdb", "ws.duckdb.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.sqlite", "good.sqlite", "ws.duckdb"]
 
 
 def interrupt_after(args, seconds, **kw):
@@ -887,7 +925,7 @@ def test_ctrl_c_during_an_ingest_exits_130_and_changes_nothing(workspace, tmp_pa
     assert code == 130, err
     assert err.strip().splitlines()[-1].startswith("traceql: interrupted")
     assert sha256(workspace) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.sqlite", "good.sqlite", "ws.duckdb", "ws.duckdb.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.sqlite", "good.sqlite", "ws.duckdb"]
 
 
 # -- symbolic links, modes, groups -------------------------------------------------------------
@@ -901,7 +939,7 @@ def test_ingest_through_a_symlinked_workspace_updates_its_target(workspace, tmp_
     assert proc.returncode == 0, proc.stderr
     assert link.is_symlink() and link.resolve() == workspace
     assert rows(workspace, "SELECT count(*) AS n FROM trace") == [{"n": 2}]
-    assert not (tmp_path / "link.duckdb.lock").exists() and (tmp_path / "ws.duckdb.lock").exists()
+    assert not (tmp_path / "link.duckdb.lock").exists() and not (tmp_path / "ws.duckdb.lock").exists()
 
 
 def test_ingest_keeps_the_mode_and_group_of_the_workspace(workspace, tmp_path):
@@ -994,7 +1032,7 @@ def test_full_disk_is_a_workspace_error(workspace, tmp_path):
     line = one_line(proc)
     assert line.startswith(f"traceql: error: {workspace}: out of disk space (") and "File too large" in line, line
     assert sha256(workspace) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.sqlite", "good.sqlite", "ws.duckdb", "ws.duckdb.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.sqlite", "good.sqlite", "ws.duckdb"]
 
 
 def corrupt_block(db: Path) -> Path:

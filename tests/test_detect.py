@@ -32,7 +32,7 @@ def test_nvvp_session_xml_is_rejected_with_one_line_and_workspace_untouched(tmp_
     assert lines[0].startswith(f"traceql: error: {nvvp}: an XML file (an NVIDIA Visual Profiler session file")
     assert "not a SQLite database" in lines[0]
     assert sha256(db) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.sqlite", "ws.duckdb", "ws.duckdb.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.sqlite", "ws.duckdb"]
 
 
 @pytest.mark.parametrize("content, expected", [

@@ -62,7 +62,7 @@ def test_failure_midway_leaves_workspace_and_no_temporary_files(tmp_path, monkey
     with pytest.raises(KeyboardInterrupt):
         traceql.ingest([nsys_stub(tmp_path / "b.sqlite")], db=db)
     assert sha256(db) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.sqlite", "b.sqlite", "ws.duckdb", "ws.duckdb.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.sqlite", "b.sqlite", "ws.duckdb"]
 
 
 def test_killed_ingest_leaves_previous_workspace_usable(tmp_path):

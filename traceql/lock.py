@@ -38,22 +38,25 @@ def workspace_lock(db: Path, timeout: float | None = None, on_wait=None, activit
     A second writer waits for the first to end (an ingest then copies the workspace the first
     one wrote, so both changes end up in it), up to `timeout` seconds (default:
     lock_timeout()); on_wait(message) is called once when it has to wait. The lock file holds
-    the pid and activity of the writer that owns it. It sits next to the workspace file itself:
-    a workspace reached through a symbolic link has one lock, whatever name a writer uses."""
+    the pid and activity of the writer that owns it, and is removed when the writer ends. It
+    sits next to the workspace file itself: a workspace reached through a symbolic link has one
+    lock, whatever name a writer uses."""
     timeout = lock_timeout() if timeout is None else timeout
     target = real_path(db)
     lock_path = target.with_name(target.name + ".lock")
+    deadline = time.monotonic() + timeout
+    waited = False
+    fh = _open_lock(db, lock_path)
     try:
-        fh = open(lock_path, "a+")
-    except OSError as exc:
-        raise WorkspaceError(f"{db}: cannot create lock file {lock_path.name} ({exc.strerror or exc})") from None
-    try:
-        deadline = time.monotonic() + timeout
-        waited = False
         while True:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                if _same_file(fh, lock_path):
+                    break
+                # the writer before us removed the file it held: lock the one there now
+                fh.close()
+                fh = _open_lock(db, lock_path)
+                continue
             except BlockingIOError:
                 other, holder = _lock_holder(lock_path)
                 if time.monotonic() >= deadline:
@@ -70,9 +73,32 @@ def workspace_lock(db: Path, timeout: float | None = None, on_wait=None, activit
             fh.truncate()
             fh.write(f"{os.getpid()} {activity}\n")
             fh.flush()
-        yield
+        try:
+            yield
+        finally:
+            # no lock file left behind: removed while still held, so a writer waiting on this
+            # file finds it gone once it gets the lock, and opens (and locks) a new one
+            with contextlib.suppress(OSError):
+                if _same_file(fh, lock_path):
+                    os.unlink(lock_path)
     finally:
         fh.close()
+
+
+def _open_lock(db: Path, lock_path: Path):
+    try:
+        return open(lock_path, "a+")
+    except OSError as exc:
+        raise WorkspaceError(f"{db}: cannot create lock file {lock_path.name} ({exc.strerror or exc})") from None
+
+
+def _same_file(fh, lock_path: Path) -> bool:
+    """Whether the open lock file fh is still the file at lock_path."""
+    try:
+        here, there = os.fstat(fh.fileno()), os.stat(lock_path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def real_path(db: Path) -> Path:
