@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -35,6 +36,11 @@ def run(db, *args):
     return proc.stdout
 
 
+def cols(line: str) -> list[str]:
+    """The cells of a line of a table for people (two spaces or more between cells)."""
+    return re.split(r"\s{2,}", line.strip())
+
+
 def rows(text, delimiter=","):
     return list(csv.DictReader(io.StringIO(text), delimiter=delimiter))
 
@@ -42,16 +48,16 @@ def rows(text, delimiter=","):
 def test_summary_in_nvprof_layout(db):
     out = run(db, "summary").splitlines()
     assert out[0].startswith("trace 1: ") and out[0].endswith("small.sqlite (nsys 2026.1.1.204)")
-    assert out[1] == "  span: 1.9032ms from the first to the last event of any kind"
-    assert out[2].startswith("  GPU 0 NVIDIA A100-SXM4-80GB: busy 1.6157ms = 84.89% of the span")
+    # times as the reports print them (issue 35: one time format; nvprof's '1.9032ms' before)
+    assert out[1] == "  span: 1.9 ms from the first to the last event of any kind"
+    assert out[2].startswith("  GPU 0 NVIDIA A100-SXM4-80GB: busy 1.62 ms = 84.89% of the span")
     gpu = out.index("GPU activities (Time(%) = share of the summed time of all GPU activities "
                     "(kernels, copies, memsets, graph executions), not of wall time):")
     assert out[gpu + 1].split() == ["Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name"]
-    assert out[gpu + 2].split(None, 6) == ["38.99%", "1.5035ms", "12", "125.29us", "45.190us", "351.02us",
-                                           "[CUDA memcpy Host-to-Device]"]
+    assert cols(out[gpu + 2]) == ["38.99%", "1.5 ms", "12", "125 us", "45.2 us", "351 us",
+                                  "[CUDA memcpy Host-to-Device]"]
     api = out.index("API calls (Time(%) = share of the summed time of all CUDA API calls, not of wall time):")
-    assert out[api + 2].split() == ["88.21%", "2.8984ms", "6", "483.07us", "422.02us", "575.35us",
-                                    "cudaStreamSynchronize"]
+    assert cols(out[api + 2]) == ["88.21%", "2.9 ms", "6", "483 us", "422 us", "575 us", "cudaStreamSynchronize"]
 
     machine = rows(run(db, "summary", "--format", "csv"))
     assert list(machine[0]) == ["section", "name", "calls", "total_ns", "pct", "avg_ns", "med_ns", "min_ns",
@@ -138,14 +144,12 @@ def test_summary_of_a_real_trace(tmp_path):
     db = tmp_path / "ws.duckdb"
     assert traceql("--db", str(db), "ingest", str(src)).returncode == 0
     out = run(db, "summary").splitlines()
-    assert out[1] == "  span: 3.3611s from the first to the last event of any kind"
-    assert out[2].startswith("  GPU 0 NVIDIA GeForce RTX 3070 Ti: busy 1.7992s = 53.53% of the span")
+    assert out[1] == "  span: 3.36 s from the first to the last event of any kind"
+    assert out[2].startswith("  GPU 0 NVIDIA GeForce RTX 3070 Ti: busy 1.8 s = 53.53% of the span")
     first = out[out.index(next(line for line in out if line.startswith("GPU activities"))) + 2]
-    assert first.split() == ["28.95%", "520.85ms", "1275", "408.51us", "170.94us", "2.2579ms",
-                             "ampere_sgemm_128x64_tn"]
+    assert cols(first) == ["28.95%", "521 ms", "1,275", "409 us", "171 us", "2.26 ms", "ampere_sgemm_128x64_tn"]
     api = out.index(next(line for line in out if line.startswith("API calls")))
-    assert out[api + 2].split() == ["45.65%", "812.55ms", "15", "54.170ms", "6.7164ms", "106.56ms",
-                                    "cudaDeviceSynchronize"]
+    assert cols(out[api + 2]) == ["45.65%", "813 ms", "15", "54.2 ms", "6.72 ms", "107 ms", "cudaDeviceSynchronize"]
 
 
 def test_op_report_without_pytorch_ranges_says_so(db):

@@ -12,6 +12,7 @@ import click
 from . import __version__, library
 from .errors import InputError, TraceqlError, UsageError
 from .faults import printable
+from .jobs import pooling_warning, split_note
 from .progress import for_stderr
 from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
 from .reports import REPORTS, empty_note, report_query
@@ -64,6 +65,14 @@ class Context:
 
         interrupt_on_sigint(ws.con)  # Ctrl-C also while a streamed result is read: exit 130
         return ws
+
+
+def tell(message: str) -> None:
+    """A note or warning for people on stderr ('traceql: ' first), wrapped to the terminal's
+    width when stderr is one."""
+    from .render import _fill, terminal_width
+
+    click.echo(_fill(f"traceql: {message}", terminal_width(sys.stderr), "  "), err=True)
 
 
 def say_wait(message: str) -> None:
@@ -561,8 +570,8 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, align_cl
     --start/--end keep the events that overlap the window (whole, not clipped), so a
     large trace stays small enough to open. A workspace of several traces (the ranks of a
     job) gives one timeline of all, each trace a process group named for its rank and host,
-    on one UTC axis (--start/--end on it: +TIME from the job's first event); --trace ID
-    gives one.
+    on one UTC axis (--start/--end on it: +TIME from the job's first event); traces that are
+    not one job each start at time 0 on their own clock; --trace ID gives one.
     """
     check_output(out_dir, folder=fmt not in ("perfetto", "folded"))
     if fmt == "folded":
@@ -582,6 +591,8 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, align_cl
                                      "a process group, or one (--trace ID)")
                 result = ws.export_perfetto(out_dir, trace_id=trace_id, start=start, end=end, overwrite=overwrite,
                                             progress=progress, align_clocks=align_clocks)
+                apart = None if trace_id is not None else split_note(
+                    ws, "each job starts at time 0 of the timeline, on its own clock")
             else:
                 if start is not None or end is not None:
                     raise UsageError("--start and --end apply to --format perfetto")
@@ -603,6 +614,8 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, align_cl
     parts = ", ".join(f"{n:,} {plural(n, label)}" for kind, label in labels.items() if (n := result.counts.get(kind)))
     what = f"trace {result.trace_id}" if result.trace_id is not None else f"{len(result.trace_ids)} traces"
     click.echo(f"wrote {what}{window} to {out_dir}: {parts or 'no events'}")
+    if apart:
+        tell(apart)
     if result.overlap_tracks:
         click.echo(f"  {result.overlap_tracks} extra track(s) hold events that partly overlap others on their thread or stream")
 
@@ -639,6 +652,9 @@ all rows of the report (after --where; per trace with --per-trace), never of wal
 table header says which sum. `traceql reports NAME` documents every column. Machine formats
 give times in ns; tables show readable units, or --unit.
 """
+
+
+ONE_ROW_PER_TRACE = ("rank", "clock")  # reports whose rows are traces: nothing pooled
 
 
 @cli.command(help=REPORT_HELP)
@@ -735,21 +751,26 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
                           columns=columns, recompute=recompute, range=list(range_names) or None,
                           range_match=list(range_words) or None, **params)
         note = empty_note(ws, by, trace_id) if table.num_rows == 0 else None
+        pooled = None if by in ONE_ROW_PER_TRACE else pooling_warning(ws, trace_id, per_trace)
     if note:
         click.echo(f"traceql: {note}", err=True)
+    if pooled:
+        tell(pooled)
     emit(table, fmt, output, unit=unit, labels=report_query(by).labels)
 
 
 @cli.command()
 @click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
-@click.option("--per-trace", is_flag=True, help="One overview per trace instead of all traces together.")
+@click.option("--per-trace", is_flag=True,
+              help="One overview per trace instead of all traces together (the default when the traces "
+                   "are not one job).")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows per section (and trace).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
               help="table: nvprof's layout for people; csv, tsv, parquet: the rows with a section column; "
                    "json: traces, GPUs and rows; markdown: the layout as markdown tables.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
 @click.option("--unit", type=click.Choice(list(UNITS)), default=None,
-              help="Times in this unit in --format table or markdown (default: nvprof's 5 significant digits).")
+              help="Times in this unit in --format table or markdown (default: a readable unit, as the reports).")
 @click.option("--recompute", is_flag=True,
               help="Compute the sections from the tables even when ingest stored them (the rows are the same).")
 @wide_option
@@ -769,7 +790,11 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompu
     check_unit(unit, fmt)
     check_output(output)
     with obj.open() as ws:
-        result = ws.summary(trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
+        split = None if per_trace or trace_id is not None else split_note(ws)
+        result = ws.summary(trace_id=trace_id, per_trace=per_trace or split is not None, limit=limit,
+                            recompute=recompute)
+    if split:
+        tell(split)
     if fmt == "parquet":
         emit(result.rows, fmt, output)
     elif output is None:
@@ -1034,7 +1059,10 @@ def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title, 
     with obj.open() as ws:
         draw(ws, by, output, trace_id=trace_id, match=match, domain=domain, stat=stat, limit=limit, title=title,
              log=log, range=list(range_names) or None, range_match=list(range_words) or None)
+        pooled = pooling_warning(ws, trace_id, what="bars", splits=False)
     click.echo(f"wrote {output}")
+    if pooled:
+        tell(pooled)
 
 
 @cli.command("reports")

@@ -11,7 +11,11 @@ arrows and the window rule are traceql.timeline's, trace after trace.
 Times: every trace goes on the UTC axis (traceql.clocks: ts + trace.utc_offset_ns, minus its
 host's estimated skew with align_clocks), and the job's first event there is time 0
 (otherData.origin_utc_ns says which UTC ns that is). start and end are on that axis: '+1.5s'
-counts from the job's first event, a plain number is UTC epoch ns. Flow and async-range ids
+counts from the job's first event, a plain number is UTC epoch ns. Traces that are not one job
+(traceql.jobs: a before and an after run, files of different days) are not drawn on one clock:
+each job starts at time 0 (otherData.jobs gives each one's origin), the process groups named
+with their job, so a timeline never spans the days between unrelated runs; a trace that
+records no UTC start is a job of its own on its own clock. Flow and async-range ids
 are a trace's own ids plus its position times ID_STRIDE, unique in the file.
 """
 
@@ -22,7 +26,8 @@ import json
 import os
 
 from . import __version__, library
-from .clocks import placements
+from .clocks import Placement, placements
+from .jobs import jobs
 from .errors import UsageError
 from .progress import as_progress
 from .timeline import TimelineResult, _Ids, _namer, _parts, _Writer, _key, checked_output, window, write_rows
@@ -93,10 +98,23 @@ def export_job_perfetto(ws, output, trace_ids: list[int], start=None, end=None, 
     progress = as_progress(progress)
     if len(trace_ids) > 8192:
         raise UsageError(f"{len(trace_ids)} traces: one timeline holds at most 8192")
-    placed = placements(ws, trace_ids, align_clocks)
+    found = jobs(ws, trace_ids)
+    job_of = {t: j.job for j in found for t in j.trace_ids}
+    offsets = dict(ws.execute("SELECT trace_id, utc_offset_ns FROM trace").fetchall())
+    # a trace without a UTC start is a job of its own (queries/jobs.sql): it keeps its own clock
+    placed = placements(ws, [t for t in trace_ids if offsets.get(t) is not None], align_clocks)
+    meta = {t: (rank, host) for t, rank, host in ws.execute("SELECT trace_id, rank, host FROM trace").fetchall()}
+    placed += [Placement(t, *meta[t], 0, 0, False)
+               for t in trace_ids if offsets.get(t) is None]
+    placed.sort(key=lambda p: [j.job for j in found].index(job_of[p.trace_id]))  # job by job, ranks in order
     spans = dict(ws.execute("SELECT trace_id, start_ts FROM trace").fetchall())
-    origin = min((spans[p.trace_id] or 0) + p.shift_ns for p in placed)
-    start_ns, end_ns = window(start, end, origin)
+    origins: dict[int, int] = {}  # job -> its first event on the axis: time 0 of its traces
+    for p in placed:
+        at = (spans[p.trace_id] or 0) + p.shift_ns
+        origins[job_of[p.trace_id]] = min(origins.get(job_of[p.trace_id], at), at)
+    windows = {job: window(start, end, origin) for job, origin in origins.items()}
+    origin = min(origins.values())
+    start_ns, end_ns = windows[job_of[placed[0].trace_id]]
     output = checked_output(output, overwrite)
 
     result = TimelineResult(output, None, start_ns, end_ns)
@@ -105,9 +123,11 @@ def export_job_perfetto(ws, output, trace_ids: list[int], start=None, end=None, 
     total = 0
     for i, p in enumerate(placed):  # each trace's window and origin on its own clock
         shift = p.shift_ns
+        job_start, job_end = windows[job_of[p.trace_id]]
         params = library.bind(query, {
-            "trace_id": p.trace_id, "start": None if start_ns is None else start_ns - shift,
-            "end": None if end_ns is None else end_ns - shift, "origin": origin - shift, "id_base": i * ID_STRIDE})
+            "trace_id": p.trace_id, "start": None if job_start is None else job_start - shift,
+            "end": None if job_end is None else job_end - shift, "origin": origins[job_of[p.trace_id]] - shift,
+            "id_base": i * ID_STRIDE})
         n, parts = _parts(ws, query, params)
         total += n
         plans.append((i, p, params, parts))
@@ -126,14 +146,18 @@ def export_job_perfetto(ws, output, trace_ids: list[int], start=None, end=None, 
                                      ids.take())
                 done = write_rows(ws, writer, query, params, parts, progress, done)
                 label = " · ".join(filter(None, (
-                    f"rank {p.rank}" if p.rank is not None else None, p.host, f"trace {p.trace_id}")))
+                    f"rank {p.rank}" if p.rank is not None else None, p.host, f"trace {p.trace_id}",
+                    f"job {job_of[p.trace_id]}" if len(found) > 1 else None)))
                 writer.write(writer.names(label, i))
                 first = writer.first
             other = {"generator": f"traceql {__version__}", "traces": [
                          {"trace_id": p.trace_id, "rank": p.rank, "host": p.host, "shift_ns": p.shift_ns,
                           "skew_ns": p.skew_ns, "aligned": p.aligned} for p in placed],
-                     "axis": "UTC epoch ns" + (", host clock skew taken off" if align_clocks else ""),
+                     "axis": "UTC epoch ns" + (", host clock skew taken off" if align_clocks else "")
+                             + ("; each job from its own first event" if len(found) > 1 else ""),
                      "origin_utc_ns": origin, "window_start_ns": start_ns, "window_end_ns": end_ns,
+                     "jobs": [{"job": j.job, "trace_ids": j.trace_ids, "origin_utc_ns": origins.get(j.job),
+                               "reason": j.reason} for j in found],
                      "events": result.counts}
             out.write('\n],\n"otherData":' + json.dumps(other) + "}\n")
         os.replace(tmp, output)

@@ -656,17 +656,15 @@ def warning_text(key: str, value, detail: str, totals: dict | None = None) -> st
 
 # ------------------------------------------------------------------------------ summary
 
-def nvprof_time(ns, unit: str | None = None) -> str:
-    """nvprof's way of printing a time: five significant digits and the unit ('9.6305ms',
-    '3.4560us', '830ns'); with unit, a plain number in that unit."""
+def summary_time(ns, unit: str | None = None) -> str:
+    """A time in `traceql summary`: as the reports print it ('4.01 ms', '17 us': three
+    significant digits, never more than the source's resolution suggests); with unit, a plain
+    number in that unit."""
     if ns is None:
         return "-"
     if unit is not None:
         return in_unit(ns, unit)
-    for name, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:#.5g}{name}"
-    return f"{round(ns)}ns"
+    return human_ns(ns)
 
 
 def render_summary(summary, fmt: str = "table", out=None, unit: str | None = None, *, width: int | None = None,
@@ -696,7 +694,7 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
         for t in group:
             _trace_header(t, [g for g in gpus if g["trace_id"] == t["trace_id"]], out, fmt, unit, width)
         if not summary.per_trace and len(group) > 1:
-            out.write(f"\nSections below: the {len(group)} traces together (--per-trace splits them)\n")
+            out.write(f"\nSections below: the {len(group)} traces of one job together (--per-trace splits them)\n")
         mine = [r for r in rows if not summary.per_trace or r["trace_id"] in ids]
         for section, what in (
                 ("GPU activities", "all GPU activities (kernels, copies, memsets, graph executions)"),
@@ -723,16 +721,22 @@ def _fill(text: str, width: int | None, indent: str) -> str:
 def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
     version = " ".join(v for v in (t["source_format"], t["exporter_version"]) if v)
     bullet = "- " if fmt == "markdown" else "  "
-    out.write(_fill(f"trace {t['trace_id']}: {t['path']} ({version})", width, "") + "\n")
+    head, path = f"trace {t['trace_id']}: ", t["path"]
+    if width is not None and text_width(head + path) > width:  # the file's name kept, the middle of its folder cut
+        path = shorten_middle(path, width - text_width(head))
+    out.write(_fill(f"{head}{path} ({version})", width, "") + "\n")
     if t["span_ns"] is None:
         out.write(f"{bullet}span: none (no event with a time)\n")
     else:
-        span = nvprof_time(t["span_ns"], unit) + (f" {unit}" if unit else "")
+        span = summary_time(t["span_ns"], unit) + (f" {unit}" if unit else "")
         out.write(_fill(f"{bullet}span: {span} from the first to the last event of any kind", width, bullet) + "\n")
     if not gpus:
         out.write(f"{bullet}GPUs: none recorded\n")
+    idle = [g for g in gpus if not g["ops"]]
+    if len(idle) > 1:  # GPUs of the machine the program did not use: one line, after the others
+        gpus = [g for g in gpus if g["ops"]]
     for g in gpus:
-        busy = nvprof_time(g["busy_ns"], unit) + (f" {unit}" if unit else "")
+        busy = summary_time(g["busy_ns"], unit) + (f" {unit}" if unit else "")
         pct = "-" if g["busy_pct"] is None else f"{g['busy_pct']:.2f}%"
         out.write(_fill(f"{bullet}GPU {g['device_id']} {g['device'] or '(name not recorded)'}: busy {busy} = {pct} "
                         f"of the span (time with at least one kernel, copy, memset or CUDA graph running; "
@@ -743,6 +747,10 @@ def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
                 ("idle", "idle_ns")))
             sub = "  - " if fmt == "markdown" else "    "
             out.write(_fill(f"{sub}of the span: {parts} (report --by breakdown)", width, sub) + "\n")
+    if len(idle) > 1:
+        names = sorted({g["device"] or "(name not recorded)" for g in idle})
+        ids = ", ".join(str(g["device_id"]) for g in idle)
+        out.write(_fill(f"{bullet}GPUs {ids} ({', '.join(names)}): no kernel, copy or memset", width, bullet) + "\n")
 
 
 def _section_cells(rows, unit):
@@ -750,8 +758,8 @@ def _section_cells(rows, unit):
     heads = ["Time(%)", time_head, "Calls", "Avg", "Min", "Max", "Name"]
     if unit is not None:
         heads[3:6] = [f"{h}({unit})" for h in heads[3:6]]
-    cells = [[("-" if r["pct"] is None else f"{r['pct']:.2f}%"), nvprof_time(r["total_ns"], unit), f"{r['calls']}",
-              nvprof_time(r["avg_ns"], unit), nvprof_time(r["min_ns"], unit), nvprof_time(r["max_ns"], unit),
+    cells = [[("-" if r["pct"] is None else f"{r['pct']:.2f}%"), summary_time(r["total_ns"], unit), f"{r['calls']:,}",
+              summary_time(r["avg_ns"], unit), summary_time(r["min_ns"], unit), summary_time(r["max_ns"], unit),
               _clean(r["name"]) if r["name"] is not None else "(unnamed)"] for r in rows]
     return heads, cells
 
