@@ -15,7 +15,6 @@ import pytest
 
 import traceql
 from fixtures.gen_ranks import generate_job
-from traceql.errors import UsageError
 from traceql.job_timeline import ID_STRIDE
 
 from . import rank_oracle
@@ -172,16 +171,24 @@ def test_nccl_set_one_timeline_and_skew(tmp_path):
     con.close()
 
 
-def test_traces_without_a_utc_start_are_refused_together(job, tmp_path):
+def test_a_trace_without_a_utc_start_is_a_job_on_its_own_clock(job, tmp_path):
+    """It was refused (no shared axis); since issue 35 traces that are not one job each start at
+    time 0 on their own clock, and a trace that records no UTC start is such a job of its own."""
     _, db, _ = job
     copy = tmp_path / "ws.duckdb"
     copy.write_bytes(db.read_bytes())
     traceql.ingest([nsys_stub(tmp_path / "stub.sqlite")], db=copy)
     with traceql.open(copy) as ws:
         assert ws.sql("SELECT utc_offset_ns FROM trace WHERE trace_id = 7").to_pylist() == [{"utc_offset_ns": None}]
-        with pytest.raises(UsageError, match=r"^trace 7 records no UTC start .* export it alone with --trace 7$"):
-            ws.export_perfetto(tmp_path / "x.json")
+        ws.export_perfetto(tmp_path / "x.json")
         assert ws.report("clock").to_pylist()[-1]["skew_ns"] is None
+    doc = json.loads((tmp_path / "x.json").read_text())
+    jobs = {tuple(j["trace_ids"]): j["reason"] for j in doc["otherData"]["jobs"]}
+    assert jobs[(7,)] == "no UTC start recorded" and len(jobs) == 2
+    groups = {e["args"]["name"]: e["pid"] for e in doc["traceEvents"] if e.get("name") == "process_name"}
+    stub_pid = next(pid for name, pid in groups.items() if "trace 7" in name)
+    stub_ts = [e["ts"] for e in doc["traceEvents"] if e.get("pid") == stub_pid and "ts" in e]
+    assert min(stub_ts) == pytest.approx(0, abs=0.01)  # its own first event, not the stub's raw ts after the job's UTC origin
     proc = subprocess.run([sys.executable, "-m", "traceql", "--db", str(copy), "export", "--format", "csv", "-o",
                            str(tmp_path / "csv"), "--align-clocks"], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 2 and "--align-clocks applies to --format perfetto" in proc.stderr
