@@ -69,10 +69,12 @@ sync_points AS (
     WHERE kind IN ('device', 'stream', 'event')
       AND ($trace_id IS NULL OR trace_id = $trace_id)
     UNION ALL
-    SELECT k.trace_id, coalesce(k.pid, -1) AS pid,
-           CASE WHEN e.side = 'start' THEN k.ts ELSE coalesce(k.ts + k.dur, 9223372036854775807) END AS ts,
-           0 AS ord, CAST(0 AS BIGINT) AS dur, k.range_id, e.side
-    FROM kept k CROSS JOIN (VALUES ('start'), ('end')) AS e(side)
+    SELECT trace_id, coalesce(pid, -1) AS pid, ts, 0 AS ord, CAST(0 AS BIGINT) AS dur, range_id, 'start' AS side
+    FROM kept
+    UNION ALL
+    SELECT trace_id, coalesce(pid, -1) AS pid, coalesce(ts + dur, 9223372036854775807) AS ts, 0 AS ord,
+           CAST(0 AS BIGINT) AS dur, range_id, 'end' AS side
+    FROM kept
 ),
 running AS (
     SELECT trace_id, range_id, side,
