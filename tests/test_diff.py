@@ -107,8 +107,8 @@ def test_injected_change_found_exactly(pair):
 
 def test_statistics_equal_an_independent_computation(pair):
     """Every kernel row's counts, sums, per-step times and trimmed means from the generator's own
-    durations; the slower kernel's t, df and p recomputed from them."""
-    d = traceql.diff(1, 2, db=pair["db"])
+    durations; the slower kernel's t, df and p recomputed from them (Yuen's test: unpaired)."""
+    d = traceql.diff(1, 2, db=pair["db"], paired=False)
     fa, fb = pair["facts"]["nsys_a"]["durations"], pair["facts"]["nsys_b"]["durations"]
     for name, r in by_key(d, "kernel").items():
         a, b = fa.get(name, []), fb.get(name, [])
@@ -129,7 +129,7 @@ def test_statistics_equal_an_independent_computation(pair):
 
 def test_without_trimming_the_warm_up_hides_the_change(pair):
     """With plain means (Welch's test, trim 0) the warm-up step hides the 20 % slower kernel."""
-    d = traceql.diff(1, 2, db=pair["db"], trim=0)
+    d = traceql.diff(1, 2, db=pair["db"], trim=0, paired=False)
     slower = by_key(d, "kernel")[SLOWER]
     assert slower["verdict"] == "not significant" and slower["q_value"] > 0.01 and slower["effect_pct"] > 5
 
@@ -280,7 +280,7 @@ def test_kernel_key_short_name_compares_within_launch_configurations(pair):
     after) share the row 'gemm_kernel': pooled, the 20 % of the smaller one drowns in the spread
     between the two; compared within each launch configuration (the two grids) it is found, with
     the weighted change recomputed here from the generator's durations."""
-    d = traceql.diff(1, 2, db=pair["db"], kernel_key="short_name")
+    d = traceql.diff(1, 2, db=pair["db"], kernel_key="short_name", paired=False)
     kernels = by_key(d, "kernel")
     gemm = kernels["gemm_kernel"]
     assert gemm["calls_a"] == 2 * STEPS_A and gemm["strata"] == 2  # gemm_kernel<float, 128> and <float, 64>

@@ -282,3 +282,16 @@ def test_per_iteration_query_joins_are_linear(runs):
             ops = [op for _, p in plan for tree in json.loads(p) for op in _operators(tree)]
             assert [name for name, _ in ops].count("HASH_JOIN") >= 4
             assert _bad_joins(ops) == []
+
+
+def test_unpaired_gate_reads_the_per_call_change(runs):
+    """--no-paired: Yuen's test on the instances; rule (c) is the kernel's per-call change applied
+    to A's time of it, as a share of A's GPU operation time: it still names HEAVY."""
+    d = traceql.diff(IDS["a"], IDS["b20"], db=runs["db"], paired=False)
+    assert not any(n.startswith("paired:") for n in d.notes)
+    heavy, ops = by_key(d, "kernel")[HEAVY], by_key(d, "total")["GPU operations"]
+    assert heavy["pairs"] is None and heavy["verdict"] == "slower"
+    assert heavy["gate_pct"] == pytest.approx(heavy["effect_pct"] * heavy["time_a_ns"] / ops["time_a_ns"], rel=1e-12)
+    assert ("kernel", HEAVY) in [(r["section"], r["key"]) for r in d.gate(5)]
+    paired_row = by_key(traceql.diff(IDS["a"], IDS["b20"], db=runs["db"]), "kernel")[HEAVY]
+    assert paired_row["pairs"] == STEPS - 1 and paired_row["p_value"] == paired_row["gate_p"]

@@ -917,9 +917,9 @@ totals are the iteration time, the GPU operation time, busy time per GPU and the
 one anchor (ProfilerStep, an NVTX range or a kernel's pace; traceql analyze --rule iterations)
 gives iterations on both sides, times and calls are per iteration and iteration k of A is
 paired with iteration k of B. A row changed when its test (paired over the iterations for the
-headline; Yuen's test on trimmed means over its instances' durations for the rows) gives a
-Benjamini-Hochberg q below --alpha AND the change is at least --min-effect percent; a key on one
-side only is added or removed. Kernels, ops, copies and memsets are compared within launch
+headline, kernels, ops and NVTX ranges; else Yuen's test on trimmed means over its instances'
+durations) gives a Benjamini-Hochberg q below --alpha AND the change is at least --min-effect
+percent; a key on one side only is added or removed. Kernels, ops, copies and memsets are compared within launch
 configuration, input sizes or byte count (Δ%). Δ = B - A.
 
 --gate PCT exits with code 7 when, beyond the noise (q below --alpha), the iteration time or
@@ -951,6 +951,9 @@ Tables and markdown show the changed rows; csv, tsv, json and parquet give every
               help="Times and calls per iteration [default: when both sides have iterations].")
 @click.option("--kernel-key", type=click.Choice(["name", "short_name"]), default="name", show_default=True,
               help="Align kernels by demangled name or by short name (template arguments and parameters left out).")
+@click.option("--paired/--no-paired", "paired", default=None,
+              help="Compare iteration k of A with iteration k of B [default: when one anchor gives iterations on "
+                   "both sides]; --no-paired: Yuen's test on the instances everywhere.")
 @click.option("--section", "sections", multiple=True, metavar="NAME",
               type=click.Choice(["total", "kernel", "op", "range", "range_gpu", "api", "memcpy", "memset"]),
               help="Show only these sections (repeatable): total, kernel, op, range, range_gpu, api, memcpy, memset.")
@@ -959,8 +962,8 @@ Tables and markdown show the changed rows; csv, tsv, json and parquet give every
 @click.option("--all", "show_all", is_flag=True, help="Tables and markdown: unchanged rows too.")
 @wide_option
 @click.pass_obj
-def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_iteration, kernel_key, sections,
-         limit, show_all):
+def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_iteration, kernel_key, paired,
+         sections, limit, show_all):
     from .diff import GATE_EXIT
     from .diff_text import gate_message, write_text
     from .diff import diff as compare_runs
@@ -969,7 +972,8 @@ def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_ite
     progress = for_stderr()  # bars on a terminal only, while trace files are ingested
     try:
         result = compare_runs(a, b, obj.db, alpha=alpha, min_effect_pct=min_effect, per_iteration=per_iteration,
-                               kernel_key=kernel_key, trim=trim, progress=progress, on_wait=say_wait)
+                               kernel_key=kernel_key, trim=trim, paired=paired, progress=progress,
+                               on_wait=say_wait)
     finally:
         if progress:
             progress.close()

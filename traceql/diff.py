@@ -27,14 +27,19 @@ is compared with iteration k of B (the first, warm-up, left out when both have 4
 the shorter side. Per row of the headline (iteration time, GPU operation time per iteration) and
 per kernel, PyTorch op and NVTX range, its time in each iteration (diff/per_iteration: GPU work
 by the iteration its launching call started in) gives differences B - A, tested by the
-one-sample trimmed t-test (stats.paired; a key absent in an iteration counts 0 there). The
-headline rows take this test for their verdict. Where no pairing exists, Yuen's tests below stay.
+one-sample trimmed t-test (stats.paired; a key absent in an iteration counts 0 there). Those rows
+take this test (t, df, p_value, q_value) and read as one estimate: time_a_ns A's trimmed mean time
+per paired iteration, delta_ns the trimmed mean difference, time_b_ns their sum, effect_pct and
+delta_pct delta_ns of time_a_ns, calls_delta_pct the calls over the paired iterations; a row whose
+calls moved by min_effect_pct or more while its trimmed mean per call did not reads 'more calls'
+or 'fewer calls'. The instance columns (tmean, strata) stay as below. Where no pairing exists
+(or paired=False, --no-paired), Yuen's tests below are the rows' tests.
 
 Per iteration. When both sides have iterations, every time and count is divided by the side's
 number of iterations (the largest count of one family on one thread: two processes stepping
 together make one iteration each step) before it is compared: runs of different lengths compare.
 
-Statistics, per row present on both sides (compare(); the formulas are in traceql/stats.py):
+Statistics unpaired, per row present on both sides (compare(); the formulas are in traceql/stats.py):
 - kernels, ops, ranges, API calls, copies, memsets: Yuen's test on the instances' durations,
   Welch's t-test on their 20 % trimmed means (`trim`) with winsorized variances. The instances of
   one trace give the noise. Trimming keeps a warm-up iteration or a rare slow instance from hiding
@@ -232,8 +237,9 @@ def _per_iteration(ws, side: Side, anchor: tuple, kernel_key: str, leaf: bool = 
                                               "anchor_leaf": leaf})).fetchall()
     out: dict = {}
     comm = set()
-    for section, key, iteration, _calls, total, is_comm in rows:
+    for section, key, iteration, calls, total, is_comm in rows:
         out.setdefault((section, key), {})[iteration] = int(total or 0)
+        out.setdefault(("calls", section, key), {})[iteration] = int(calls or 0)
         if is_comm:
             comm.add((section, key))
     return out, comm
@@ -387,7 +393,7 @@ def _iteration_row(s: SideStats, trim: float) -> dict | None:
 
 def compare(a: SideStats, b: SideStats, alpha: float = DEFAULT_ALPHA,
             min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT, per_iteration: bool | None = None,
-            trim: float = DEFAULT_TRIM) -> tuple[list, bool]:
+            trim: float = DEFAULT_TRIM, paired: bool | None = None) -> tuple[list, bool]:
     """The rows of a diff (module doc), and whether times are per iteration."""
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha}: expected a number between 0 and 1")
@@ -413,7 +419,8 @@ def compare(a: SideStats, b: SideStats, alpha: float = DEFAULT_ALPHA,
         ra, rb = ra_all.get((section, key)), rb_all.get((section, key))
         rows.append(_row(section, key, ra, rb, ia, ib, trim, a.strata.get((section, key)),
                          b.strata.get((section, key))))
-    paired = norm and a.anchor is not None and a.anchor == b.anchor and bool(a.per_iter) and bool(b.per_iter)
+    paired = paired is not False and norm and a.anchor is not None and a.anchor == b.anchor \
+        and bool(a.per_iter) and bool(b.per_iter)
     if paired:
         _pair(rows, a, b, trim)
     else:
@@ -422,12 +429,10 @@ def compare(a: SideStats, b: SideStats, alpha: float = DEFAULT_ALPHA,
         tested = [r for r in rows if r["section"] == section and r["p_value"] is not None]
         for r, q in zip(tested, benjamini_hochberg([r["p_value"] for r in tested])):
             r["q_value"] = q
-        gated = [r for r in rows if r["section"] == section and r["gate_p"] is not None]
-        for r, q in zip(gated, benjamini_hochberg([r["gate_p"] for r in gated])):
-            r["gate_q"] = q
     for r in rows:
-        if paired and r["section"] == "total" and r["key"] in HEADLINE:  # the paired test is the row's test
-            r["q_value"] = r["gate_q"]
+        if r["gate_pct"] is not None:
+            r["gate_p"], r["gate_q"] = r["p_value"], r["q_value"]
+    for r in rows:
         r["verdict"] = _verdict(r, alpha, min_effect_pct)
         r["changed"] = r["verdict"] in CHANGED
     return rows, norm
@@ -469,17 +474,22 @@ def _pair(rows: list, a: SideStats, b: SideStats, trim: float) -> None:
             continue
         va, vb = [xa.get(k, 0) for k in its], [xb.get(k, 0) for k in its]
         t, df, p, tm = paired([y - x for x, y in zip(va, vb)], trim)
-        r["pairs"], r["iter_delta_ns"], r["gate_p"] = len(its), tm, p
+        r["pairs"], r["iter_delta_ns"] = len(its), tm
         r["communication"] = (section, key) in a.communication or (section, key) in b.communication
-        if section == "total":  # A, B, Δ and Δ% of one estimate: A's trimmed mean and the paired change
-            own = trimmed(va, trim)[1]
-            r["gate_pct"] = None if not own or tm is None else 100.0 * tm / own
-            r["t"], r["df"], r["p_value"] = t, df, p
-            r["effect_pct"] = r["delta_pct"] = r["gate_pct"]
-            r["time_a_ns"], r["delta_ns"] = own, tm
-            r["time_b_ns"] = None if tm is None else own + tm
+        # the row's test is the paired one; A, B, Δ and Δ% one estimate: A's trimmed mean over the
+        # paired iterations and the paired change
+        own = trimmed(va, trim)[1]
+        r["t"], r["df"], r["p_value"] = t, df, p
+        r["effect_pct"] = r["delta_pct"] = None if not own or tm is None else 100.0 * tm / own
+        r["time_a_ns"], r["delta_ns"] = own, tm
+        r["time_b_ns"] = None if tm is None else own + tm
+        if section == "total":
+            r["gate_pct"] = r["effect_pct"]
         else:
             r["gate_pct"] = None if not base or tm is None else 100.0 * tm / base
+            ca, cb = a.per_iter.get(("calls", *where), {}), b.per_iter.get(("calls", *where), {})
+            na, nb = sum(ca.get(k, 0) for k in its), sum(cb.get(k, 0) for k in its)
+            r["calls_delta_pct"] = 100.0 * (nb - na) / na if na else None
 
 
 def _unpaired_gate(rows: list, a: SideStats, b: SideStats) -> None:
@@ -492,10 +502,9 @@ def _unpaired_gate(rows: list, a: SideStats, b: SideStats) -> None:
         key = (r["section"], r["key"])
         r["communication"] = key in a.communication or key in b.communication
         if r["section"] == "total" and r["key"] in HEADLINE:
-            r["gate_pct"], r["gate_p"] = r["delta_pct"] if r["key"] != "iteration time" else r["effect_pct"], \
-                r["p_value"]
+            r["gate_pct"] = r["delta_pct"] if r["key"] != "iteration time" else r["effect_pct"]
         elif r["section"] in GATED and _gated(r) and r["effect_pct"] is not None and r["time_a_ns"] and base:
-            r["gate_pct"], r["gate_p"] = r["effect_pct"] * r["time_a_ns"] / base, r["p_value"]
+            r["gate_pct"] = r["effect_pct"] * r["time_a_ns"] / base
 
 
 _DEVICE_ROW = re.compile(r"GPU (\S+) (busy|compute|exposed communication|memory only)")
@@ -660,6 +669,10 @@ def _verdict(r: dict, alpha: float, min_effect: float) -> str:
     big = effect is not None and abs(effect) >= min_effect
     significant = r["q_value"] is not None and r["q_value"] < alpha
     calls = r["calls_delta_pct"] if r["kind"] == "instances" else None
+    per_call = r["tmean_delta_pct"]
+    if r["pairs"] and calls is not None and abs(calls) >= min_effect and (per_call is None or
+                                                                         abs(per_call) < min_effect):
+        return "more calls" if calls > 0 else "fewer calls"  # paired: the time moved with the calls
     if significant and big and (not delta or (delta > 0) == (effect > 0)):
         return "slower" if effect > 0 else "faster"
     if calls is not None and abs(calls) >= min_effect:
@@ -712,7 +725,8 @@ COLUMNS = [  # name, Arrow type, description (README and `traceql diff --help` r
     ("stddev_b_ns", "float64", "on side B"),
     ("total_a_ns", "int64", "side A's summed time, whole trace(s)"),
     ("total_b_ns", "int64", "side B's summed time, whole trace(s)"),
-    ("t", "float64", "Yuen's t on trimmed means (Welch's with trim 0; within strata, combined, for rows with strata; "
+    ("t", "float64", "paired rows: t of the one-sample trimmed t-test on the per-iteration differences; else "
+                     "Yuen's t on trimmed means (Welch's with trim 0; within strata, combined, for rows with strata; "
                      "z for the summed totals); NULL when untested or infinite (no spread)"),
     ("df", "float64", "Welch-Satterthwaite degrees of freedom (of the trimmed samples); NULL for a z-test or when "
                       "infinite"),
@@ -727,9 +741,9 @@ COLUMNS = [  # name, Arrow type, description (README and `traceql diff --help` r
                             "percent (paired: iter_delta_ns of A's trimmed mean); for kernels, ops and NVTX ranges "
                             "the time they add per iteration as a percentage of A's iteration time (paired: "
                             "iter_delta_ns; unpaired: effect_pct of A's time of the key, of A's GPU operation time)"),
-    ("gate_p", "float64", "p-value of gate_pct's test: the paired trimmed t-test (stats.paired) over the iterations, "
-                          "else the row's own test"),
-    ("gate_q", "float64", "gate_p adjusted by Benjamini-Hochberg within the section; the gate needs gate_q < alpha"),
+    ("gate_p", "float64", "p-value of gate_pct's test: the row's p_value (paired: the trimmed t-test over the "
+                          "iterations, stats.paired)"),
+    ("gate_q", "float64", "the row's q_value; the gate needs gate_q < alpha"),
     ("communication", "bool", "the row's kernels are communication kernels (launch.category): their time holds waits "
                               "for other ranks, so the gate does not read them"),
 ]
@@ -779,16 +793,19 @@ class Diff:
 
 
 def diff(a, b, db=None, *, alpha: float = DEFAULT_ALPHA, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT,
-         per_iteration: bool | None = None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, progress=None,
-         on_wait=None) -> Diff:
+         per_iteration: bool | None = None, kernel_key: str = "name", trim: float = DEFAULT_TRIM,
+         paired: bool | None = None, progress=None, on_wait=None) -> Diff:
     """Compare side A (before) with side B (after), see the module doc. a, b: a trace file, a trace
     id of the workspace DB (default: $TRACEQL_DB or ./traceql.duckdb), or a workspace file.
     alpha: the false discovery rate under which a change is significant; min_effect_pct: the
     smallest relative change called one; per_iteration: None to compare per iteration when both
     sides have iterations, True to require it, False for whole traces; kernel_key: 'name' or
-    'short_name'. progress, on_wait: as for traceql.ingest (files to ingest)."""
+    'short_name'; paired: None to pair the iterations when one anchor gives them on both sides,
+    False for the unpaired tests (Yuen's) everywhere. progress, on_wait: as for traceql.ingest."""
     sa, sb = load(a, b, db, kernel_key=kernel_key, trim=trim, progress=progress, on_wait=on_wait)
-    rows, norm = compare(sa, sb, alpha, min_effect_pct, per_iteration, trim)
+    rows, norm = compare(sa, sb, alpha, min_effect_pct, per_iteration, trim, paired)
+    if paired is False:
+        sa.anchor = sb.anchor = None  # nothing paired: no note says so
     said = notes(sa, sb, per_iteration, norm)
     return _result(rows, sa, sb, alpha, min_effect_pct, norm, kernel_key, trim, said, warnings(sa, sb))
 
