@@ -625,8 +625,12 @@ def _marker(mod, op, *args):
     (_marker("torch.nn.functional", "softmax", ((8, 5), "float16"), 1), "[8,5]fp16"),
     (_marker("torch.nn.functional", "gelu", ((8, 5), "float16")), "T=[(8,5)],['float16']"),  # no class: Foo
     (_marker("Tensor", "__rsub__", ((8, 5), "float32"), 1), "[8,5]fp32;[]int32"),
-    # classes not written here (PyProf's conv, conversions): None, traceql's own params stay
-    (_marker("torch.nn.functional", "conv2d", ((1, 3, 8, 8), "float32"), ((4, 3, 3, 3), "float32")), None),
+    # conv.py: N,C,H,W,K,P,Q,R,S, padding, stride, dilation, groups (bias None, stride 2, padding 1)
+    (_marker("torch.nn.functional", "conv2d", ((2, 3, 9, 8), "float16"), ((4, 3, 3, 3), "float16"), None, 2, 1),
+     "N=2,C=3,H=9,W=8,K=4,P=5,Q=4,R=3,S=3,ph=1,pw=1,U=2,V=2,dh=1,dw=1,g=1,fp16"),
+    (_marker("torch.nn.functional", "conv1d", ((2, 3, 16), "float32"), ((4, 3, 5), "float32")),
+     "N=2,C=3,H=1,W=16,K=4,P=1,Q=12,R=1,S=5,ph=0,pw=0,U=1,V=1,dh=1,dw=1,g=1,fp32"),
+    # classes not written here (PyProf's conversions): None, traceql's own params stay
     (_marker("Tensor", "to", ((8, 5), "float32")), None),
     ("not a marker", None),
 ])

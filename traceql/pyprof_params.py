@@ -16,12 +16,14 @@ name and each class writes its own parameters:
 - activations, dropout, softmax, log_softmax, mean: the input, `[35,20,200]fp32`;
   embedding: indices and weight, `[35,20]int64;[33278,200]fp32`;
 - sum, norm: `T=<shape>,fp32`;
+- conv1d, conv2d: `N=,C=,H=,W=,K=,P=,Q=,R=,S=,ph=,pw=,U=,V=,dh=,dw=,g=,fp32` (input, output and
+  filter sizes, padding, stride, dilation, groups; conv1d with H = R = P = 1);
 - any op PyProf has no class for (PyProf's 'Foo': layer_norm, cross_entropy,
   multi_head_attention_forward, a wrapped `Foo.forward`): `T=[<shapes>],[<dtypes>]`, e.g.
   `T=[(35,20,200),(200,)],['float32','float32']`.
 
 PyProf ends every parameter list with a ',' (`M=200,...,fp32,`); that comma is left out here.
-Ops whose PyProf class this module does not write (convolutions, RNN cells, conversions,
+Ops whose PyProf class this module does not write (RNN cells, conversions,
 indexing, copies, losses, optimizers, batch norm, memory fills) get None: kernel_op.params then
 keeps traceql's own parameters of the costed call.
 """
@@ -51,7 +53,7 @@ _ACTIVATION = set(
     "rrelu_ selu sigmoid softplus softshrink softsign tanh tanhshrink threshold threshold_".split())
 # ops PyProf has a class for that this module does not write (None: traceql's parameters stay)
 _NOT_WRITTEN = set(
-    "conv1d conv2d byte char double float half int long short to cat reshape masked_scatter_ gather nonzero "
+    "byte char double float half int long short to cat reshape masked_scatter_ gather nonzero "
     "index_select masked_select mse_loss adam batch_norm randperm ones ones_like zero_ zeros zeros_like fill_ full "
     "copy_ clone contiguous any".split())
 
@@ -134,7 +136,39 @@ def _params(mod: str, op: str, args: list[dict]):
         a, b = (positional[1], positional[2]) if op.startswith("addmm") else (positional[0], positional[1])
         (m, k), n = a["shape"], b["shape"][1]
         return _kv(("M", n), ("N", m), ("K", k), ("type", _SHORT[a["dtype"]]))
+    if op in ("conv1d", "conv2d"):
+        return _conv(op, args)
     if op in _NOT_WRITTEN:
         return None
     # PyProf's Foo: every tensor argument's shape and dtype
     return "T=" + _compact([tuple(a["shape"]) for a in tensors]) + "," + _compact([a["dtype"] for a in tensors])
+
+
+def _conv(op: str, args: list[dict]) -> str:
+    """pyprof/prof/conv.py: stride, padding, dilation and groups by position (after the bias)
+    or by name, else 1, 0, 1, 1."""
+    def arg(pos, name, default):
+        if len(args) > pos and args[pos].get("name") == "":
+            return args[pos]["value"]
+        named = [a for a in args if a.get("name") == name]
+        return named[0]["value"] if named else default
+
+    def pair(v):
+        if isinstance(v, (int, float)):
+            return v, v
+        return (v[0], v[0]) if len(v) == 1 else tuple(v)
+
+    i, w = args[0], args[1]
+    (sh, sw), (ph, pw), (dh, dw) = pair(arg(3, "stride", 1)), pair(arg(4, "padding", 0)), pair(arg(5, "dilation", 1))
+    g = arg(6, "groups", 1)
+    if op == "conv1d":  # a height of 1: no padding, stride or dilation along it
+        (n, c, width), (k, _, s) = i["shape"], w["shape"]
+        h = r = 1
+        ph, sh, dh = 0, 1, 1
+    else:
+        (n, c, h, width), (k, _, r, s) = i["shape"], w["shape"]
+    p = int(1 + (h + 2 * ph - ((r - 1) * dh + 1)) / sh)
+    q = int(1 + (width + 2 * pw - ((s - 1) * dw + 1)) / sw)
+    return _kv(("N", n), ("C", c), ("H", h), ("W", width), ("K", k), ("P", p), ("Q", q), ("R", r), ("S", s),
+               ("ph", ph), ("pw", pw), ("U", sh), ("V", sw), ("dh", dh), ("dw", dw), ("g", g),
+               ("type", _SHORT[i["dtype"]]))
