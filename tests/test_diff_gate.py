@@ -295,3 +295,26 @@ def test_unpaired_gate_reads_the_per_call_change(runs):
     assert ("kernel", HEAVY) in [(r["section"], r["key"]) for r in d.gate(5)]
     paired_row = by_key(traceql.diff(IDS["a"], IDS["b20"], db=runs["db"]), "kernel")[HEAVY]
     assert paired_row["pairs"] == STEPS - 1 and paired_row["p_value"] == paired_row["gate_p"]
+
+
+@pytest.mark.parametrize("row, verdict", [
+    # the issue's "slower aten::mm (backward) +76.5% -4.76 ms": per call slower, half the calls
+    ({"effect_pct": 76.5, "delta_ns": -4.76e6, "q_value": 1e-6, "calls_delta_pct": -50.0}, "fewer calls"),
+    # "ncclDevKernel_SendRecv -2.5% +8.34 ms": more calls, each a little shorter
+    ({"effect_pct": -2.5, "delta_ns": 8.34e6, "q_value": 1e-6, "calls_delta_pct": 12.0}, "more calls"),
+    # "iteration time +60.9% (unchanged)": a big change without significance says so
+    ({"effect_pct": 60.9, "delta_ns": 1e6, "q_value": 0.2, "calls_delta_pct": None, "kind": "iteration"},
+     "not significant"),
+    ({"effect_pct": 60.9, "delta_ns": 1e6, "q_value": None, "p_value": None, "calls_delta_pct": None,
+      "kind": "single"}, "untested"),
+    ({"effect_pct": 6.0, "delta_ns": -10.0, "q_value": 1e-6, "calls_delta_pct": -3.0}, "mixed"),
+    ({"effect_pct": 6.0, "delta_ns": 10.0, "q_value": 1e-6, "calls_delta_pct": 0.0}, "slower"),
+    ({"effect_pct": -6.0, "delta_ns": -10.0, "q_value": 1e-6, "calls_delta_pct": 0.0}, "faster"),
+    ({"effect_pct": 4.9, "delta_ns": 10.0, "q_value": 1e-6, "calls_delta_pct": 0.0}, "unchanged"),
+])
+def test_verdict_wording_of_the_issues_examples(row, verdict):
+    from traceql.diff import _verdict
+
+    full = {"present_a": True, "present_b": True, "kind": "instances", "p_value": row.get("q_value"), "pairs": None,
+            "tmean_delta_pct": row["effect_pct"], **row}
+    assert _verdict(full, 0.01, 5.0) == verdict
