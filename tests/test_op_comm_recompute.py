@@ -294,7 +294,7 @@ def test_a_contract_2_workspace_upgrades_to_the_recompute_flags(tmp_path):
     con.execute("UPDATE torch_op SET direction = 'backward' WHERE node_range_id IS NOT NULL")
     con.execute("UPDATE workspace_version SET contract_version = 2")
     con.close()
-    with pytest.raises(traceql.errors.StaleWorkspaceError, match="changed in 3: PyTorch ops"):
+    with pytest.raises(traceql.errors.StaleWorkspaceError, match="changed in 3: .*; PyTorch ops: torch_op.recompute"):
         traceql.open(db)
     src.rename(tmp_path / "gone.json")
     version, done = traceql.upgrade(db)
@@ -302,3 +302,18 @@ def test_a_contract_2_workspace_upgrades_to_the_recompute_flags(tmp_path):
     assert rows_of(db, skip=("trace", "ingest_stats")) == rows_of(fresh, skip=("trace", "ingest_stats"))
     with traceql.open(db) as w:
         assert w.sql("SELECT count(*) AS n FROM torch_op WHERE recompute").to_pylist()[0]["n"] > 0
+
+
+def test_graph_replays_have_their_own_no_op_row(tmp_path):
+    """A generated trace whose optimizer step is a CUDA graph replay (graphs=True: a
+    cudaGraphLaunch outside every cpu_op): its node kernels are '[no op: graph replay]', each
+    kernel of the JSON launched by cudaGraphLaunch, and nothing else is without an op."""
+    generate(tmp_path / "g.json", kernels=300, seed=2, graphs=True)
+    doc = load(tmp_path / "g.json")
+    calls = {e["args"]["correlation"]: e for e in doc["traceEvents"] if e.get("cat") == "cuda_runtime"}
+    replayed = [ns(k["dur"]) for k in doc["traceEvents"] if k.get("cat") == "kernel"
+                and calls[k["args"]["correlation"]]["name"] == "cudaGraphLaunch"]
+    traceql.ingest([tmp_path / "g.json"], db=tmp_path / "ws.duckdb")
+    with traceql.open(tmp_path / "ws.duckdb") as w:
+        got = {r["op"]: r["total_ns"] for r in w.report("op").to_pylist() if r["op"].startswith("[no op")}
+    assert replayed and got == {"[no op: graph replay]": sum(replayed)}
