@@ -42,6 +42,7 @@ class Detected:
     metadata: dict[str, str] = field(default_factory=dict)
     tables: dict[str, list[str]] = field(default_factory=dict)  # table -> column names
     warnings: list[str] = field(default_factory=list)
+    exported_from: Path | None = None         # the Nsight Systems report this export was made from (traceql.nsys_export)
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
@@ -104,8 +105,8 @@ def _describe_non_sqlite(path: Path, head: bytes) -> str:
     if text.startswith(b"{") or text.startswith(b"["):
         return "a JSON file that is not a PyTorch profiler (Kineto) trace (no traceEvents)"
     if path.suffix.lower() in (".nsys-rep", ".qdrep"):
-        return ("an Nsight Systems report, not its SQLite export; run "
-                f"'nsys export --type sqlite {path.name}' and ingest the .sqlite file")
+        return ("an Nsight Systems report, not its SQLite export, and no nsys was found to export it (put nsys "
+                f"on PATH or set TRACEQL_NSYS), or run 'nsys export --type sqlite {path.name}' and ingest the .sqlite file")
     if head.startswith(SQLITE_MAGIC[:6]):
         return "a damaged SQLite file (bad header)"
     return "not a SQLite database"

@@ -38,6 +38,7 @@ from . import ranks
 from .reader import stage
 from . import kineto
 from .remove import check_tables, purge_orphans
+from . import nsys_export
 from . import stored
 from . import contract
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
@@ -305,10 +306,16 @@ def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult
     user = {"rank": rank, "host": None if host is None else str(host).strip()}
     detected, given = [], {}
     for p in paths:  # the same file twice (by absolute path, symlinks resolved) is read once
+        report = None
+        if nsys_export.is_report(p):  # an Nsight Systems report: its SQLite export, when nsys is at hand
+            report, p = p, nsys_export.exported(p, db) or p
         key = Path(os.path.realpath(p))  # (a link loop: detect says so)
         given[key] = given.get(key, 0) + 1
         if given[key] == 1:
-            detected.append(detect(p))
+            det = detect(p)
+            if report is not None and det.path != report:
+                det.exported_from = Path(os.path.abspath(report))
+            detected.append(det)
     check_writable(db)
     with workspace_lock(db, on_wait=on_wait):
         results: list[IngestResult] = []
@@ -596,6 +603,9 @@ def _free_staging(con: duckdb.DuckDBPyConnection, keep: tuple[str, ...] = ()) ->
 
 def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, source_stats) -> None:
     rows = [("source.reader", None, "info", f"source tables read with {report.reader}")]
+    if det.exported_from is not None:
+        rows.append(("source.exported_from", None, "info",
+                     f"the SQLite export of the Nsight Systems report {det.exported_from}, written by nsys export"))
     for table, reason in report.fallback_tables.items():
         rows.append((f"source.read_with_sqlite3.{table}", report.rows.get(table), "warning",
                      f"{table} could not be read with sqlite_scanner ({reason}); read with Python sqlite3"))
