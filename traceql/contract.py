@@ -37,7 +37,8 @@ CHANGES = {
        "call) with the innermost op in aten_op; a FLOPs plug-in for a wrapped module costs the whole call"
        "; PyTorch ops: torch_op.recompute and kernel_op.recompute (activation checkpointing; recompute ops "
        "are forward), torch_op.collective and comm_bytes; report --by op has recompute_ns, comm_ns, collectives and "
-       "comm_bytes, compute columns without communication kernels, and '[no op: <reason>]' rows",
+       "comm_bytes, compute columns without communication kernels, and '[no op: <reason>]' rows; "
+       "trace.source_format 'rocpd' (rocprofv3 databases: agents as devices, HIP calls as api_call)",
 }
 
 TABLE = "workspace_version"

@@ -459,7 +459,8 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: d
         if det.source_format == "kineto":  # JSON, not SQLite: traceql/kineto.py stages it
             report = kineto.stage(con, path, raw_ddl(det.layout), progress=staging, det=det)
         else:
-            report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging)
+            report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging,
+                           source_names=det.source_names)
         prepare_adapters(con, det.layout)
         for name in ADAPTER_FILES:
             con.execute(_adapter_sql(det.layout, name))
