@@ -64,6 +64,7 @@ class Context:
         from .faults import interrupt_on_sigint
 
         interrupt_on_sigint(ws.con)  # Ctrl-C also while a streamed result is read: exit 130
+        ws.on_connect.append(interrupt_on_sigint)  # and on the connection after derived tables are built
         return ws
 
 
@@ -1222,14 +1223,21 @@ def _hide_numpy() -> None:
     the command line hands no numpy arrays around and pyarrow works without it (only
     to_pandas() and to_numpy() need it). So a command run from the shell imports pyarrow with
     numpy hidden; `plot` (matplotlib needs numpy) lifts this before anything imports pyarrow.
-    Never done when main() is called from Python, whose process may use numpy."""
-    if "numpy" not in sys.modules and "pyarrow" not in sys.modules:
-        sys.modules["numpy"] = None  # `import numpy` raises ImportError
+    Never done when main() is called from Python, whose process may use numpy.
+
+    pandas likewise: DuckDB's Python module tries `import pandas` on every statement given
+    parameters (twice), an import of pandas when it is installed (0.3 s) and a search of
+    sys.path each time when it is not (0.5 ms: a quarter of an ingest's statements' Python
+    time on a small export). No command hands pandas objects around."""
+    for name in ("numpy", "pandas"):
+        if name not in sys.modules and "pyarrow" not in sys.modules:
+            sys.modules[name] = None  # `import numpy` raises ImportError
 
 
 def _allow_numpy() -> None:
-    if "numpy" in sys.modules and sys.modules["numpy"] is None:
-        del sys.modules["numpy"]
+    for name in ("numpy", "pandas"):
+        if name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]
 
 
 def _quiet_signals() -> None:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from .detect import connect_readonly, is_wal, sqlite_error
 from .faults import is_interrupt
@@ -112,6 +111,8 @@ def _coerce_str(v):
 
 
 def _arrow_column(values: list, duck_type: str) -> pa.Array:
+    import pyarrow as pa  # here, not at import: detecting and reading SQLite need no pyarrow
+
     if duck_type in ("BIGINT", "INTEGER"):
         try:
             return pa.array(values, type=pa.int64())
@@ -215,6 +216,8 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
                     report.fallback_tables[table] = reason
                     con.execute(f"DELETE FROM raw.{_quote(table)}")
             if sqcon is None:
+                import pyarrow as pa  # the fallback reader's batches
+
                 sqcon = connect_readonly(path)
             select = ", ".join(_quote(s) for _, _, s in present)
             cur = sqcon.execute(f"SELECT {select} FROM {_quote(file_table)}")
