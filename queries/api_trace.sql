@@ -3,7 +3,7 @@
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- param per_trace: true to give each trace its rows apart (a trace_id column first)
 -- column trace_id if per_trace: trace of the row (trace.trace_id)
--- column start_ns: call start in ns after the trace's first recorded event (trace.start_ts)
+-- column start_ns: call start in ns after the trace's first recorded event (trace.start_ts; add it back for the trace clock)
 -- column dur_ns: call duration in ns
 -- column name: API function name without the _vNNNN version suffix (api_call.name)
 -- column api_kind: 'runtime' or 'driver'
@@ -12,8 +12,8 @@
 -- column pid: process that made the call
 -- column tid: thread that made the call
 -- column thread_name: that thread's name, when known (thread.thread_name)
--- column ts: call start in ns on the trace clock (api_call.ts)
 -- column api_id: the call (api_call.api_id)
+-- label correlation_id: CorrId
 WITH input AS (
     SELECT *
     FROM api_call
@@ -31,7 +31,6 @@ SELECT
     a.pid,
     a.tid,
     h.thread_name,
-    a.ts,
     a.api_id
 FROM input a
 JOIN trace t ON t.trace_id = a.trace_id

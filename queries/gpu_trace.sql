@@ -3,15 +3,11 @@
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- param per_trace: true to give each trace its rows apart (a trace_id column first)
 -- column trace_id if per_trace: trace of the row (trace.trace_id)
--- column start_ns: start on the GPU in ns after the trace's first recorded event (trace.start_ts)
+-- column start_ns: start on the GPU in ns after the trace's first recorded event (trace.start_ts; add it back for the trace clock)
 -- column dur_ns: duration in ns
 -- column correlation_id: id of the launching API call within its process (api_call.correlation_id)
--- column grid_x: grid size in blocks, x (kernels; NULL for copies and memsets)
--- column grid_y: grid size in blocks, y
--- column grid_z: grid size in blocks, z
--- column block_x: block size in threads, x
--- column block_y: block size in threads, y
--- column block_z: block size in threads, z
+-- column grid: grid size in blocks, 'XxYxZ' as report --by kernel --with-dims writes it (kernels; NULL for copies and memsets)
+-- column block: block size in threads, 'XxYxZ'
 -- column registers: registers per thread
 -- column static_smem: static shared memory per block in bytes
 -- column dynamic_smem: dynamic shared memory per block in bytes
@@ -23,8 +19,16 @@
 -- column context_id: CUDA context id
 -- column stream_id: CUDA stream id
 -- column name: kernel name, or '[CUDA memcpy <direction>]' / '[CUDA memset]'; copies of nvprof traces with nvprof's own direction labels ('[CUDA memcpy HtoD]'), those of other sources as gpu_op names them ('[CUDA memcpy Host-to-Device]')
--- column ts: start on the GPU in ns on the trace clock (gpu_op.ts)
 -- column op_id: the operation (gpu_op.op_id)
+-- label correlation_id: CorrId
+-- label registers: Reg/Trd
+-- label static_smem: StcSMem
+-- label dynamic_smem: DymSMem
+-- label gb_per_s: GB/s
+-- label src_kind: SrcMemKd
+-- label dst_kind: DstMemKd
+-- label context_id: Ctx
+-- label stream_id: Strm
 --
 -- Kernel, copy and memset rows are joined to their own table on (trace, id), each id once: hash
 -- joins, no interval condition.
@@ -39,7 +43,8 @@ SELECT
     g.ts - t.start_ts AS start_ns,
     g.dur AS dur_ns,
     g.correlation_id,
-    k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z,
+    CASE WHEN g.op_kind = 'kernel' THEN concat_ws('x', k.grid_x, k.grid_y, k.grid_z) END AS grid,
+    CASE WHEN g.op_kind = 'kernel' THEN concat_ws('x', k.block_x, k.block_y, k.block_z) END AS block,
     k.registers_per_thread AS registers,
     k.static_shared_memory AS static_smem,
     k.dynamic_shared_memory AS dynamic_smem,
@@ -55,7 +60,6 @@ SELECT
          THEN '[CUDA memcpy ' || replace(replace(replace(replace(replace(c.copy_kind, 'Host', 'H'), 'Device', 'D'),
                                                    'Array', 'A'), 'Peer', 'P'), '-to-', 'to') || ']'
          ELSE g.name END AS name,
-    g.ts,
     g.op_id
 FROM input g
 JOIN trace t ON t.trace_id = g.trace_id
