@@ -86,10 +86,7 @@ def sources(tmp):
 
 
 def rows_of(db, skip=()):
-    """Every contract table's rows, in ROW_ORDER, volatile columns left out; every family of
-    derived tables built first (traceql.derivation: an ingest leaves most for the first query)."""
-    with traceql.open(db) as ws:
-        ws.ensure()
+    """Every contract table's rows, in ROW_ORDER, volatile columns left out."""
     con = duckdb.connect(str(db), read_only=True)
     try:
         out = {}

@@ -280,7 +280,9 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
         if i:
             out.write("\n")
         span = "no events" if t["duration"] is None else f"span {human_ns(t['duration'])}"
-        path = t["path"]
+        from .render import clean_text
+
+        path = clean_text(t["path"])
         if not md and width:  # a path longer than the terminal keeps both ends (continuation indent 2)
             from .render import shorten_middle
             path = shorten_middle(path, width - 2)
@@ -312,6 +314,9 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
 
 def _rule_text(analysis: Analysis, x: dict, n: int | None, t: dict, out, fmt: str, width, limit: int,
                advised: set) -> None:
+    from .render import clean_text
+
+    x = {**x, **{k: clean_text(x[k]) for k in ("summary", "breakdown") if x.get(k)}}  # names of the trace
     r = analysis.rules[x["rule"]]
     advice = x["advice"] if r.name not in advised else f"as for trace {min(advised_by(analysis, r.name))} above"
     advised.add(r.name)

@@ -36,6 +36,7 @@ class Context:
         self.queries = tuple(queries)
         self.wide = False
         self.width = None  # --width N
+        self.overwrite = False  # --overwrite (overwrite_option)
 
     @property
     def db(self) -> Path:
@@ -64,7 +65,6 @@ class Context:
         from .faults import interrupt_on_sigint
 
         interrupt_on_sigint(ws.con)  # Ctrl-C also while a streamed result is read: exit 130
-        ws.on_connect.append(interrupt_on_sigint)  # and on the connection after derived tables are built
         return ws
 
 
@@ -139,6 +139,17 @@ def wide_option(f):
     return click.option("--wide", is_flag=True, expose_value=False, callback=set_wide,
                         help="Tables: print names whole and each row on one line, however long "
                              "(for a pager: | less -S). By default tables fit $COLUMNS or the terminal.")(f)
+
+
+def overwrite_option(f):
+    """--overwrite: -o may replace a file that exists (never the workspace: traceql.guard.check_output)."""
+
+    def set_overwrite(ctx, _param, value):
+        if value:
+            ctx.find_object(Context).overwrite = True
+
+    return click.option("--overwrite", is_flag=True, expose_value=False, callback=set_overwrite,
+                        help="Let -o replace a file that exists.")(f)
 
 
 def engine_options(f):
@@ -239,9 +250,8 @@ cli.help = cli.help.replace("VIEWS", _views_help())
                    "files hold 64 MB or more together, else one at a time).")
 @click.pass_obj
 def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
-    """Load profiler exports into the workspace: Nsight Systems .sqlite (or a .nsys-rep/.qdrep
-    report, exported with nsys when it is on PATH or $TRACEQL_NSYS names it, into a cache
-    beside the workspace), nvprof .nvvp/.sql, PyTorch profiler (Kineto) .json.
+    """Load profiler exports into the workspace: Nsight Systems .sqlite, nvprof .nvvp/.sql,
+    PyTorch profiler (Kineto) .json.
 
     Several files are added together, all or nothing. A file that is already in the
     workspace (same absolute path) is replaced. The source files are only read.
@@ -275,8 +285,6 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
                    f"({version}, layout {det.layout}) in {r.seconds:.2f} s")
         from .workspace import COUNTED
 
-        if det.exported_from is not None:
-            click.echo(f"  exported from {printable(str(det.exported_from))} by nsys export")
         click.echo("  " + ", ".join(f"{v} {r.counts[v]:,}" for v in COUNTED if v in r.counts))
         if r.identity is not None and r.identity.facts:
             click.echo("  " + printable(r.identity.line()))
@@ -332,9 +340,9 @@ def info(obj: Context, fmt):
         click.echo(f"{obj.db}: no traces yet")
     for r in rows:
         click.echo(f"trace {r['trace_id']}: {printable(r['path'])}")
-        click.echo(f"  format   {r['source_format']} {r['exporter_version'] or '(version not recorded)'}, "
-                   f"{'schema ' + r['schema_version'] if r['schema_version'] else 'no schema version'} "
-                   f"(layout {r['layout']})")
+        click.echo(printable(f"  format   {r['source_format']} {r['exporter_version'] or '(version not recorded)'}, "
+                             f"{'schema ' + r['schema_version'] if r['schema_version'] else 'no schema version'} "
+                             f"(layout {r['layout']})"))
         if r["host"]:
             click.echo(f"  host     {printable(r['host'])} ({r['host_source']})")
         if r["rank"] is not None or r["world_size"] is not None:
@@ -348,7 +356,7 @@ def info(obj: Context, fmt):
             else:
                 line = ", ".join(f"{text} ({source})" for text, source in given)
             click.echo(f"  rank     {'unknown, ' if r['rank'] is None else ''}{line}")
-        click.echo(f"  GPUs     {', '.join(r['gpus']) or 'none'}")
+        click.echo(f"  GPUs     {printable(', '.join(r['gpus'])) or 'none'}")
         if r["start_ts"] is None:
             click.echo("  span     none: the export holds no event with a time (no kernels, copies, API calls "
                        "or NVTX ranges)")
@@ -416,6 +424,7 @@ else text; DuckDB binds them, they never become part of the SQL text.
 @click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
               help="table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@overwrite_option
 @wide_option
 @click.pass_obj
 def sql(obj: Context, query, file, params, dialect, write, allow_files, fmt, output):
@@ -449,24 +458,14 @@ def read_sql(query: str | None, file: Path | None) -> str:
     return sys.stdin.read()
 
 
-def check_output(path: Path | None, folder: bool = False) -> None:
-    """-o PATH before any work: a file in an existing, writable folder, or with folder=True a
-    folder (made if needed). The same file may be replaced; a folder is never taken for a file."""
-    import os
+def check_output(path: Path | None, folder: bool = False, overwrite: bool | None = None, inputs=()) -> None:
+    """-o PATH before any work, the same rule for every command (traceql.guard.check_output):
+    never the workspace (--db) or an input, a file that exists only with --overwrite."""
+    from .guard import check_output as check
 
-    if path is None:
-        return
-    if folder:
-        if path.exists() and not path.is_dir():
-            raise UsageError(f"{path}: exists and is not a directory (-o names the directory to write into)")
-        return
-    if path.is_dir():
-        raise UsageError(f"{path}: is a directory (-o names the file to write)")
-    parent = path.parent
-    if not parent.is_dir():
-        raise UsageError(f"{path}: directory {parent} does not exist")
-    if not os.access(parent if not path.exists() else path, os.W_OK):
-        raise UsageError(f"{path}: not writable (permission denied)")
+    obj = click.get_current_context().find_object(Context)
+    check(path, workspace=obj.db if obj is not None else None, inputs=inputs,
+          overwrite=obj.overwrite if overwrite is None and obj is not None else bool(overwrite), folder=folder)
 
 
 def emit_raw(table, fmt, output) -> None:
@@ -499,12 +498,12 @@ def queries_cmd(obj: Context, name, queries):
         raise UsageError(f"no query {name!r}; queries: {', '.join(lib)}")
     for q in ([lib[name]] if name else lib.values()):
         origin = f" [{q.origin}]" if q.origin else ""
-        click.echo(f"{q.name}: {q.description}{origin}")
+        click.echo(printable(f"{q.name}: {q.description}{origin}"))
         for p, doc in q.params.items():
-            click.echo(f"  --param {p}: {doc}")
+            click.echo(printable(f"  --param {p}: {doc}"))
         if name:
             click.echo("")
-            click.echo(q.sql.rstrip())
+            click.echo("\n".join(printable(line) for line in q.sql.rstrip().splitlines()))
     if name is None:
         click.echo("")
         click.echo(f"{len(lib)} queries; `traceql queries NAME` shows one with its SQL, "
@@ -520,6 +519,7 @@ def queries_cmd(obj: Context, name, queries):
 @click.option("--format", "fmt", type=click.Choice(FORMATS + ("parquet",)), default="table", show_default=True,
               help="table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file.")
+@overwrite_option
 @wide_option
 @engine_options
 @click.pass_obj
@@ -577,7 +577,7 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, align_cl
     on one UTC axis (--start/--end on it: +TIME from the job's first event); traces that are
     not one job each start at time 0 on their own clock; --trace ID gives one.
     """
-    check_output(out_dir, folder=fmt not in ("perfetto", "folded"))
+    check_output(out_dir, folder=fmt not in ("perfetto", "folded"), overwrite=overwrite)
     if fmt == "folded":
         if per_trace or start is not None or end is not None:
             raise UsageError("--per-trace, --start and --end do not apply to --format folded (--trace ID picks a trace)")
@@ -636,15 +636,12 @@ REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one ro
 --by device  GPU work per GPU, with busy time and its share of the trace span
 --by thread  API calls per CPU thread and the GPU work they launched
 --by launch  per kernel name: launch call time, queue delay, kernel time
---by range   NVTX ranges: CPU time, the GPU work launched inside them and synchronization time
-             (--spread: min/median/max/stddev per instance; --skip-first N: without warm-up)
+--by range   NVTX ranges: CPU time and the GPU work launched inside them
 --by op      PyTorch ops: forward and backward GPU time, FLOPs, TFLOP/s, roofline efficiency
 --by kernel-op  one row per kernel with its PyTorch op, PyProf's table: its eight columns
                 (-c all: every column, -c picks), --width N like prof -w N
 --by layer   GPU work per PyProf 'layer:' NVTX annotation, forward and backward
 --by breakdown  per GPU: the trace span split into compute, exposed communication, memory, idle
---by gpu-trace  one row per kernel, copy and memset in time order (nvprof --print-gpu-trace)
---by api-trace  one row per API call in time order (nvprof --print-api-trace)
 --by source  GPU time per code line behind it (PyProf trace markers, PyTorch profiler stacks,
              CUDA backtraces): innermost frame of the user's code, or --group stack
 
@@ -721,6 +718,7 @@ ONE_ROW_PER_TRACE = ("rank", "clock")  # reports whose rows are traces: nothing 
                    "operation once; adds range_pct, the share of the ranges' GPU time (CPU time for --by api).")
 @click.option("--range-match", "range_words", multiple=True, metavar="WORD",
               help="Like --range, for the ranges whose name contains WORD (repeatable, ignores case).")
+@overwrite_option
 @wide_option
 @engine_options
 @click.pass_context
@@ -780,6 +778,7 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
               help="Times in this unit in --format table or markdown (default: a readable unit, as the reports).")
 @click.option("--recompute", is_flag=True,
               help="Compute the sections from the tables even when ingest stored them (the rows are the same).")
+@overwrite_option
 @wide_option
 @engine_options
 @click.pass_obj
@@ -848,6 +847,7 @@ with recoverable time, for CI.
 @click.option("--fail-on", "fail_on", multiple=True, metavar="RULE",
               help="Exit with code 8 when RULE ('any': any rule run) has findings (repeatable).")
 @click.option("--list", "list_rules", is_flag=True, help="List the rules with their parameters and defaults.")
+@overwrite_option
 @wide_option
 @click.pass_obj
 def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail_on, list_rules):
@@ -862,6 +862,7 @@ def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail
                 click.echo(f"  --param {p}=...  {r.query.params[p]} [default: {'-' if default is None else str(default).lower() if isinstance(default, bool) else default}]")
             click.echo("")
         return
+    check_output(output)
     with obj.open() as ws:
         result = ws.analyze(list(rule_names) or None, trace_id=trace_id, **parse_params(params))
         traces = ws.execute("SELECT trace_id, path, duration FROM trace WHERE ? IS NULL OR trace_id = ? "
@@ -967,6 +968,7 @@ Tables and markdown show the changed rows; csv, tsv, json and parquet give every
 @click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True,
               help="Tables and markdown: at most N rows per section.")
 @click.option("--all", "show_all", is_flag=True, help="Tables and markdown: unchanged rows too.")
+@overwrite_option
 @wide_option
 @click.pass_obj
 def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_iteration, kernel_key, paired,
@@ -975,7 +977,7 @@ def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_ite
     from .diff_text import gate_message, write_text
     from .diff import diff as compare_runs
 
-    check_output(output)
+    check_output(output, inputs=[Path(x) for x in (a, b) if Path(x).exists()])
     progress = for_stderr()  # bars on a terminal only, while trace files are ingested
     try:
         result = compare_runs(a, b, obj.db, alpha=alpha, min_effect_pct=min_effect, per_iteration=per_iteration,
@@ -1031,16 +1033,11 @@ def pa_strings(values):
               help="range: CPU, kernel and memcpy time per NVTX range name; kernel: GPU time per kernel; "
                    "op: forward and backward GPU time per PyTorch op.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
-              help="The image: .png, .svg or .pdf (the extension picks the format); replaced if it exists.")
+              help="The image: .png, .svg or .pdf (the extension picks the format); --overwrite replaces it.")
 @click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
 @click.option("--match", "match", multiple=True, metavar="WORD",
               help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
 @click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
-@click.option("--skip-first", "skip_first", type=click.IntRange(min=0), default=None, metavar="N",
-              help="range: leave out the first N instances of each name (per trace; the warm-up iterations).")
-@click.option("--stacked", is_flag=True,
-              help="range: one bar per range name, its CPU time outside synchronization, synchronization time, "
-                   "kernel time and memcpy time stacked (K-FAC's figure), instead of bars side by side.")
 @click.option("--stat", type=click.Choice(["total", "mean"]), default="total", show_default=True,
               help="Summed time, or the mean per range instance (kernel call, op call).")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
@@ -1054,17 +1051,15 @@ def pa_strings(values):
                    "repeatable), as report --range: the drill-down into one range.")
 @click.option("--range-match", "range_words", multiple=True, metavar="WORD",
               help="kernel, op: like --range, for ranges whose name contains WORD (ignores case).")
+@overwrite_option
 @click.pass_obj
-def plot(obj: Context, by, output, trace_id, match, domain, skip_first, stacked, stat, limit, title, log, range_names,
-         range_words):
+def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title, log, range_names, range_words):
     """Draw a report as a bar chart (needs matplotlib: pip install 'traceql[plot]').
 
     \b
     --by range: per NVTX range name, its CPU time (the ranges' durations) next to the GPU
     kernel time and memcpy time of the work launched inside it, at any depth, like the
     K-FAC profiling figure; --match fwd --match bwd picks ranges, as in `report --by range`.
-    --stacked draws one bar per name with CPU time outside synchronization, synchronization,
-    kernel and memcpy time stacked; --skip-first N leaves out each name's warm-up instances.
     """
     _allow_numpy()  # matplotlib needs it
     from .plot import plot as draw
@@ -1072,8 +1067,7 @@ def plot(obj: Context, by, output, trace_id, match, domain, skip_first, stacked,
     check_output(output)
     with obj.open() as ws:
         draw(ws, by, output, trace_id=trace_id, match=match, domain=domain, stat=stat, limit=limit, title=title,
-             log=log, range=list(range_names) or None, range_match=list(range_words) or None,
-             skip_first=skip_first, stacked=stacked)
+             log=log, range=list(range_names) or None, range_match=list(range_words) or None)
         pooled = pooling_warning(ws, trace_id, what="bars", splits=False)
     click.echo(f"wrote {output}")
     if pooled:
@@ -1112,11 +1106,16 @@ def emit(table, fmt, output, unit=None, labels=None):
     if fmt == "parquet":
         if output is None:
             raise UsageError("--format parquet needs -o FILE")
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        with pq.ParquetWriter(output, table.schema) as writer:  # a Table or a RecordBatchReader
-            for batch in (table.to_batches() if hasattr(table, "to_batches") else table):
-                writer.write_batch(batch)
+        try:
+            with pq.ParquetWriter(output, table.schema) as writer:  # a Table or a RecordBatchReader
+                for batch in (table.to_batches() if hasattr(table, "to_batches") else table):
+                    writer.write_batch(batch)
+        except pa.ArrowNotImplementedError as exc:  # an interval, a union: no Parquet type
+            Path(output).unlink(missing_ok=True)
+            raise UsageError(f"--format parquet: {str(exc).splitlines()[0]}; CAST that column to VARCHAR") from None
         return
     transform = None
     if fmt == "table" or (fmt == "markdown" and unit is not None):
@@ -1223,21 +1222,14 @@ def _hide_numpy() -> None:
     the command line hands no numpy arrays around and pyarrow works without it (only
     to_pandas() and to_numpy() need it). So a command run from the shell imports pyarrow with
     numpy hidden; `plot` (matplotlib needs numpy) lifts this before anything imports pyarrow.
-    Never done when main() is called from Python, whose process may use numpy.
-
-    pandas likewise: DuckDB's Python module tries `import pandas` on every statement given
-    parameters (twice), an import of pandas when it is installed (0.3 s) and a search of
-    sys.path each time when it is not (0.5 ms: a quarter of an ingest's statements' Python
-    time on a small export). No command hands pandas objects around."""
-    for name in ("numpy", "pandas"):
-        if name not in sys.modules and "pyarrow" not in sys.modules:
-            sys.modules[name] = None  # `import numpy` raises ImportError
+    Never done when main() is called from Python, whose process may use numpy."""
+    if "numpy" not in sys.modules and "pyarrow" not in sys.modules:
+        sys.modules["numpy"] = None  # `import numpy` raises ImportError
 
 
 def _allow_numpy() -> None:
-    for name in ("numpy", "pandas"):
-        if name in sys.modules and sys.modules[name] is None:
-            del sys.modules[name]
+    if "numpy" in sys.modules and sys.modules["numpy"] is None:
+        del sys.modules["numpy"]
 
 
 def _quiet_signals() -> None:
@@ -1248,6 +1240,11 @@ def _quiet_signals() -> None:
 
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # `kill PID`, a closed terminal or CI's timeout: stop as Ctrl-C does (temporary files removed,
+    # the workspace unchanged, exit 130), not killed on the spot with the files left behind
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) == signal.SIG_DFL:
+            signal.signal(getattr(signal, name), signal.default_int_handler)
 
 
 def _ignore_late_ctrl_c() -> None:
@@ -1255,7 +1252,9 @@ def _ignore_late_ctrl_c() -> None:
     down would only kill the process by SIGINT, with no message and no exit code of ours."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
 
 
 def _stdout_to_devnull() -> None:

@@ -23,7 +23,6 @@ _INTERRUPTED = re.compile(r"\binterrupted\b", re.I)
 
 # C0 and C1 control characters but tab and newline: printed to a terminal they move the
 # cursor, change colours or the window title (an NVTX name, a file name can hold them)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def first_line(exc: BaseException) -> str:
@@ -64,9 +63,10 @@ def is_host_file_refusal(exc: BaseException) -> bool:
 
 
 def printable(text: str) -> str:
-    """TEXT with control characters (escape sequences) shown as \\xNN, safe on a terminal."""
-    text = text if isinstance(text, str) else str(text)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """TEXT safe on a terminal, one line (traceql.render.clean_text, the one escaping function)."""
+    from .render import clean_text
+
+    return clean_text(text)
 
 
 def host_file_message(exc: BaseException) -> str:
@@ -126,7 +126,7 @@ def interrupt_on_sigint(con) -> None:
                 data = reader.recv(64)
                 if not data:
                     return
-                if signal.SIGINT in data:
+                if any(sig in data for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):  # (see cli)
                     for c in list(_watched):
                         try:
                             c.interrupt()

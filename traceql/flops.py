@@ -30,6 +30,7 @@ Conventions (choices, documented once here):
 from __future__ import annotations
 
 import ast
+import json
 import math
 from dataclasses import dataclass
 from functools import reduce
@@ -90,15 +91,25 @@ class Cost:
 
 # ----------------------------------------------------------------------------- inputs
 
+class SizeError(ValueError):
+    """An input size that is not a count (text, None, a float): the op cannot be costed."""
+
+
 def args_from_sizes(sizes, dtypes: str | None = None) -> list[Arg]:
     """emit_nvtx sizes (a list of lists, or its text): '[]' entries are non-tensors, and so are
     the lists of lists a Kineto trace writes for a TensorList input. DTYPES (Kineto's 'Input
     type', one per input joined by ','; torch_op.dtypes) gives each tensor its dtype."""
     if isinstance(sizes, str):
-        sizes = ast.literal_eval(sizes)
+        try:  # Kineto's sizes are JSON text (null, not None), emit_nvtx's a Python literal
+            sizes = json.loads(sizes)
+        except ValueError:
+            sizes = ast.literal_eval(sizes)
     types = dtypes.split(",") if dtypes else []
     out = []
     for i, s in enumerate(sizes or []):
+        if isinstance(s, (list, tuple)) and any(isinstance(d, bool) or not isinstance(d, (int, list, tuple))
+                                                for d in s):
+            raise SizeError(f"size {s!r} is not a list of counts")
         if s and all(isinstance(d, int) for d in s):
             out.append(Arg(tuple(s), canonical_dtype(types[i]) if i < len(types) and types[i] else None))
         else:

@@ -102,7 +102,7 @@ class Registry:
                 return None
             flops, nbytes = out
             return _count(flops), _count(nbytes)
-        except Exception as exc:  # noqa: BLE001 - a user's code: any error is a warning, never an abort
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - SystemExit too: a plug-in never ends traceql - a user's code: any error is a warning, never an abort
             f = self.failures.setdefault((plugin.name, op), Failure(plugin.name, op, _error_text(exc)))
             f.calls += 1
             return None
@@ -120,6 +120,8 @@ def _count(value) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
         raise TypeError(f"returned {value!r}: counts are non-negative numbers")
+    if value >= 2**63:  # a BIGINT column: larger is an overflow, warned and not stored
+        raise ValueError(f"returned {value!r}: more than 2**63-1, the largest count stored")
     return int(round(value))
 
 
@@ -146,7 +148,7 @@ def load(specs=None) -> Registry:
     for ep in _entry_points():
         try:
             obj = ep.load()
-        except Exception as exc:  # noqa: BLE001 - an installed package's plug-in: say which
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - SystemExit too: a plug-in never ends traceql - an installed package's plug-in: say which
             raise UsageError(f"FLOPs plug-in entry point {ep.name!r} ({ep.value}) cannot be loaded: "
                              f"{_error_text(exc)}") from None
         plugins.append(Plugin(f"entry point {ep.name}", _formulas(obj, f"entry point {ep.name!r}")))
@@ -169,7 +171,7 @@ def _import(spec: str):
         module = importlib.util.module_from_spec(loader_spec)
         try:
             loader_spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - SystemExit too: a plug-in never ends traceql
             raise UsageError(f"--flops {spec}: the plug-in failed to load: {_error_text(exc)}") from None
         return module
     added = os.getcwd() not in sys.path
@@ -182,7 +184,7 @@ def _import(spec: str):
             raise UsageError(f"--flops {spec}: no module {spec!r} (give a module name on sys.path or a .py file; "
                              f"see `traceql ingest --help`)") from None
         raise UsageError(f"--flops {spec}: the plug-in failed to load: {_error_text(exc)}") from None
-    except Exception as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - SystemExit too: a plug-in never ends traceql
         raise UsageError(f"--flops {spec}: the plug-in failed to load: {_error_text(exc)}") from None
     finally:
         if added:

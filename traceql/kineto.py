@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import sys
 import zlib
 from array import array
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Any, Union
 
 import msgspec
+import pyarrow as pa
 
 from .errors import InputError, UnsupportedVersionError
 
@@ -54,6 +56,9 @@ from .errors import InputError, UnsupportedVersionError
 LAYOUTS = {1: "v1"}
 
 BLOCK = 16 << 20          # decompressed bytes read per step
+MAX_EVENT = 4 * BLOCK     # text held at once without an event boundary: beyond it, an error (memory stays bounded)
+MAX_TRIES = 256           # cuts tried per block (each decode reads up to the block): linear on any input
+MAX_RATIO = 250           # gzip: decompressed bytes per compressed byte, checked beyond MAX_EVENT (real traces: 10-40)
 HEAD_LIMIT = 64 << 20     # the members before traceEvents are searched for this far
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -137,10 +142,27 @@ def is_gzip(head: bytes) -> bool:
     return head.startswith(GZIP_MAGIC)
 
 
+class _Gzip(gzip.GzipFile):
+    """A gzip stream that refuses to decompress more than MAX_RATIO bytes per compressed byte
+    (beyond MAX_EVENT bytes): a small file that would expand to gigabytes (a 'gzip bomb')."""
+
+    out = 0
+
+    def read(self, size=-1):
+        data = super().read(size)
+        self.out += len(data)
+        if self.out > MAX_EVENT:
+            packed = max(1, self.fileobj.tell())
+            if self.out > MAX_RATIO * packed:
+                raise InputError(f"{self.name}: gzip data expanding more than {MAX_RATIO} times "
+                                 f"({self.out:,} bytes from {packed:,}): not a profiler trace (a gzip bomb?)")
+        return data
+
+
 def _open(path: Path):
     with open(path, "rb") as fh:
         magic = fh.read(2)
-    return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
+    return _Gzip(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
 
 
 def _read(fh, n: int) -> bytes:
@@ -176,7 +198,7 @@ def _decode_members(text: bytes) -> dict | None:
         return {}
     try:
         value = _DECODE_ANY.decode(b"{" + text + b"}")
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -211,11 +233,14 @@ def header(path: Path) -> Header:
         return _locate_events(fh, path)[0]
 
 
-def _decode_block(piece: bytes) -> list:
+def _decode_block(piece: bytes, path: Path) -> list:
     try:
         return _DECODE.decode(piece)
     except msgspec.ValidationError:
         return _DECODE_LOOSE.decode(piece)
+    except RecursionError:  # arguments nested thousands deep
+        raise InputError(f"{path}: JSON nested too deeply inside an event (more than {sys.getrecursionlimit()} levels): "
+                         "not a PyTorch profiler trace") from None
 
 
 def _events(fh, path: Path, hdr: Header, rest: bytes):
@@ -234,9 +259,9 @@ def _events(fh, path: Path, hdr: Header, rest: bytes):
         if not cuts:
             cuts = list(_BOUNDARY.finditer(data))
         done = False
-        for cut in reversed(cuts):
+        for cut in reversed(cuts[-MAX_TRIES:]):
             try:
-                events = _decode_block(b"[" + data[:cut.start() + 1] + b"]")
+                events = _decode_block(b"[" + data[:cut.start() + 1] + b"]", path)
             except msgspec.DecodeError:
                 continue
             yield events
@@ -245,6 +270,9 @@ def _events(fh, path: Path, hdr: Header, rest: bytes):
             break
         if not done and len(cuts) > 64:
             raise InputError(f"{path}: not valid JSON inside traceEvents (no event boundary decodes)")
+        if not done and len(data) > MAX_EVENT:
+            raise InputError(f"{path}: no boundary between two events in {len(data):,} bytes of traceEvents "
+                             f"(an event larger than {MAX_EVENT >> 20} MB, or not a Kineto trace)")
 
 
 def _last(data: bytes, path: Path, hdr: Header):
@@ -253,7 +281,7 @@ def _last(data: bytes, path: Path, hdr: Header):
     candidates = [m.start() for m in _ARRAY_END.finditer(data)]
     if stripped.startswith(b"]"):  # no events left before the bracket
         candidates = [-1] + candidates
-    for pos in reversed(candidates):
+    for pos in reversed(candidates[-MAX_TRIES:]):  # each try decodes up to pos: linear, bounded tries
         close = data.index(b"]", pos + 1)
         tail = data[close + 1:].strip()
         if hdr.bare_array:
@@ -265,21 +293,25 @@ def _last(data: bytes, path: Path, hdr: Header):
         if members is None:
             continue
         try:
-            events = _decode_block(b"[" + data[:pos + 1] + b"]") if pos >= 0 else []
+            events = _decode_block(b"[" + data[:pos + 1] + b"]", path) if pos >= 0 else []
         except msgspec.DecodeError:
             continue
+        if "traceEvents" in members:
+            raise InputError(f"{path}: the JSON object has traceEvents twice (a damaged or concatenated file); "
+                             "traceql reads a trace with one")
         hdr.members.update(members)
         if events:
             yield events
         return
+    if re.search(rb"[:\[,]\s*-?(NaN|Infinity)\b", data):
+        raise InputError(f"{path}: JSON with NaN or Infinity as a number, which JSON does not allow (a writer's bug); "
+                         "not read")
     raise InputError(f"{path}: truncated or damaged JSON (the traceEvents array is not closed properly)")
 
 
 def _raw_column(values: list) -> pa.Array:
     """msgspec.Raw values as one Arrow string column ('' for an absent value), without a Python
     string per value: their bytes joined, offsets from their lengths."""
-    import pyarrow as pa  # here, not at import: detecting and reading SQLite need no pyarrow
-
     offsets = array("q", [0])
     offsets.extend(accumulate(len(v) for v in values))
     return pa.LargeStringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(b"".join(values)))
@@ -288,8 +320,6 @@ def _raw_column(values: list) -> pa.Array:
 def _int_or_text(values: list) -> tuple[pa.Array, pa.Array]:
     """pid, tid or id values (JSON integers, or strings in some writers): (the integer, or the
     string read as one when it is all digits; the string as written, else NULL)."""
-    import pyarrow as pa
-
     try:
         return pa.array(values, pa.int64()), pa.nulls(len(values), pa.string())
     except (pa.ArrowException, TypeError, OverflowError):
@@ -309,8 +339,6 @@ def _int_or_text(values: list) -> tuple[pa.Array, pa.Array]:
 
 
 def _text(values: list) -> pa.Array:
-    import pyarrow as pa
-
     try:
         return pa.array(values, pa.string())
     except (pa.ArrowException, TypeError):
@@ -319,8 +347,6 @@ def _text(values: list) -> pa.Array:
 
 
 def _batch(events: list, first_row: int) -> pa.Table:
-    import pyarrow as pa
-
     n = len(events)
     rows = array("q", range(first_row, first_row + n))
     pid, pid_text = _int_or_text([e.pid for e in events])
@@ -359,8 +385,6 @@ def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> StageReport
     time of ts 0, when the file has it). progress(table, done, total, rows) as reader.stage calls
     it. DET (traceql.detect.Detected), when given, gets the trace-level facts of all members,
     also those after the events (rank, world size, host: see metadata())."""
-    import pyarrow as pa
-
     report = StageReport()
     home = con.execute("SELECT current_database()").fetchone()[0]
     con.execute("USE raw")

@@ -265,12 +265,20 @@ def parse_params(items) -> dict:
             raise UsageError(f"--param {item}: expected NAME=VALUE, e.g. --param trace_id=1")
         if name in out:
             raise UsageError(f"--param {name}: given twice")
-        out[name] = typed_value(value)
+        out[name] = typed_value(value, name)
     return out
 
 
-def typed_value(value: str):
+def typed_value(value: str, name: str = ""):
+    """An integer, a decimal number (ASCII digits only: '١٢٣' stays text) or the text itself; a
+    whole number of more digits than DuckDB's widest integer is refused."""
+    if not value.isascii():
+        return value
     if _INT.match(value):
+        digits = value.strip().lstrip("+-")
+        if len(digits) > 38:
+            raise UsageError(f"--param {name}: a whole number of {len(digits):,} digits; at most 38 (DuckDB's widest "
+                             "integer); quote it as text in the query if it is an identifier")
         return int(value)
     if _FLOAT.match(value):
         return float(value)

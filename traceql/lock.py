@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import math
 import os
+import re
+import shutil
 import time
 from pathlib import Path
 
@@ -121,3 +124,29 @@ def _lock_holder(lock_path: Path) -> tuple[str, str]:
     with contextlib.suppress(ValueError, IndexError):  # IndexError: empty while rewritten
         pid = f" (pid {int(words[0])})"
     return (" ".join(words[1:]) or "ingest"), pid
+
+
+def remove_dead_leftovers(db) -> None:
+    """Temporary files of a traceql writer into DB whose process is gone (kill -9, the OOM
+    killer): any command removes them, not only the next ingest. Files of a live process stay."""
+    try:
+        db = real_path(Path(db))
+        found = list(db.parent.glob(f".{glob.escape(db.name)}.ingest-*"))
+    except (OSError, WorkspaceError):
+        return
+    for leftover in found:
+        m = re.match(r"\.ingest-(\d+)\.", leftover.name[len(db.name) + 1:])
+        if not m:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # alive (or another user's: not ours to remove)
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, OSError):
+            continue
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                leftover.unlink()

@@ -93,7 +93,7 @@ def ingest_files(con: duckdb.DuckDBPyConnection, db: Path, detected: list, user:
     """Ingest the DETECTED files in N worker processes into the workspace copy on con (see the
     module doc); their IngestResults in the order of DETECTED."""
     from .errors import WorkspaceError
-    from .ingest import memory_limit
+    from .ingest import memory_limit, workers_folder
 
     plan = []  # (index, det, trace_id, replaced), the ids the files would get one after another
     next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM trace").fetchone()[0]
@@ -106,7 +106,7 @@ def ingest_files(con: duckdb.DuckDBPyConnection, db: Path, detected: list, user:
             next_id += 1
     share = limit_bytes(memory_limit()) // (n + 1)
     threads = max(1, cores() // n)
-    folder = db.with_name(f".{db.name}.ingest-{os.getpid()}.workers")  # a stale one goes with the others
+    folder = workers_folder(db)  # a stale one goes with the others
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
     tasks = [(i, det, trace_id, replaced, user, str(folder / f"trace-{trace_id}.duckdb"),
@@ -118,7 +118,8 @@ def ingest_files(con: duckdb.DuckDBPyConnection, db: Path, detected: list, user:
     appended = 0  # files whose rows are in the workspace copy: plan[:appended]
     progress.start(f"{len(tasks)} files, {n} at a time", len(tasks))
     progress.update(0, detail="starting")
-    pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet)
+    pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet,
+                               initargs=(os.getpid(),))
     try:
         with _main_not_imported():
             running = {pool.submit(_work, task): task for task in tasks}
@@ -188,22 +189,19 @@ def _size(path: Path) -> int:
 
 def _append(con: duckdb.DuckDBPyConnection, dbfile: str, trace_id: int, replaced: bool) -> None:
     """Add the rows a worker wrote to DBFILE to the workspace on con (trace TRACE_ID)."""
-    from . import derivation, stored
+    from . import stored
     from .resources import CONTRACT_TABLES
 
     if replaced:  # the file was in the workspace: its old rows go, as in a single ingest
         for table in CONTRACT_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
         stored.delete_trace(con, trace_id)
-        derivation.forget(con, trace_id)
     literal = "'" + dbfile.replace("'", "''") + "'"  # ATTACH takes no parameter; the path is ours, quoted
     con.execute(f"ATTACH {literal} AS traceql_worker (READ_ONLY)")
     try:
         for table in CONTRACT_TABLES:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM traceql_worker.{table}")
         stored.adopt(con, "traceql_worker", trace_id)
-        con.execute(f"INSERT INTO {derivation.BUILT} SELECT * FROM traceql_worker.{derivation.BUILT} "
-                    "WHERE trace_id = ?", [trace_id])
     finally:
         con.execute("DETACH traceql_worker")
 
@@ -212,9 +210,24 @@ class WorkerError(RuntimeError):
     """An unexpected error in a worker process, with its traceback there."""
 
 
-def _quiet() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them all."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _quiet(parent: int | None = None) -> None:
+    """Workers leave Ctrl-C (and SIGHUP) to the parent, which stops them all, and die
+    with it: killed alone (the OOM killer, kill -9), the parent could not stop them, and they
+    would hold its standard output (a `| tee`, a CI step waits) and their files for minutes.
+    Linux: a parent-death signal; elsewhere the pool notices the broken pipe when it next reads."""
+    for sig in (signal.SIGINT, signal.SIGHUP):  # (SIGTERM stays: the parent's _stop() sends it)
+        signal.signal(sig, signal.SIG_IGN)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the signal was set
+        os._exit(1)
 
 
 def _work(task):
@@ -222,14 +235,15 @@ def _work(task):
     IngestResult), or (index, the error) for the parent to raise."""
     from .errors import TraceqlError
     from .faults import fault
+    from .guard import connect
     from .ingest import _errors_of, _ingest_one, configure, create_contract
     from .progress import Progress
 
     i, det, trace_id, replaced, user, dbfile, share, threads, spill, workspace = task
     try:
-        con = duckdb.connect(dbfile)
+        con = connect(dbfile, files=[det.path], temp_directory=spill)
         try:
-            configure(con, Path(spill), share=share, threads=threads)
+            configure(con, None, share=share, threads=threads)
             create_contract(con)
             with _errors_of(det.path):
                 result = _ingest_one(con, det, Progress(), user, (trace_id, replaced))

@@ -16,6 +16,8 @@ ingest_stats rows.
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from . import flops, flops_plugins, pyprof_params
 from .adapters import _create_temp, _data_tables
 from .resources import read_schema
@@ -35,7 +37,12 @@ _state: dict = {"registry": None, "plugin_keys": {}}
 def plugin_stats() -> list[tuple[str, int, str, str]]:
     """ingest_stats rows for the FLOPs plug-ins that failed on the trace derived last."""
     registry = _state["registry"]
-    return registry.stats() if registry is not None else []
+    rows = registry.stats() if registry is not None else []
+    if _state.get("out_of_range"):
+        rows.append(("flops.sizes_out_of_range", _state["out_of_range"], "warning",
+                     "distinct input shapes of PyTorch ops whose sizes are not counts (text, None, negative) or whose "
+                     "FLOPs or bytes pass 2**63-1: their FLOPs and bytes are NULL"))
+    return rows
 
 
 def formula_keys(con) -> None:
@@ -54,8 +61,8 @@ def formula_keys(con) -> None:
         key = f"plugin:{n}" if m is None else f"plugin:{m}.{n}"
         plugin_keys[key] = (found[0], found[1], n, flops.formula_key(n, m))
         rows.append((m, n, key))
-    _create_temp(con, "torch_formula_key", tuple((column, "VARCHAR", [r[i] for r in rows])
-                                                 for i, column in enumerate(("module", "name", "key"))))
+    _create_temp(con, "torch_formula_key", pa.Table.from_arrays(
+        [pa.array([r[i] for r in rows], pa.string()) for i in range(3)], names=["module", "name", "key"]))
 
 
 def unit_costs(con) -> None:
@@ -63,22 +70,33 @@ def unit_costs(con) -> None:
         "SELECT DISTINCT unit_kind, key, sizes, marker_text, kdtype, dtypes FROM raw.kop_unit_inputs").fetchall()
     cols: dict[str, list] = {c: [] for c in ("unit_kind", "key", "sizes", "marker_text", "kdtype", "dtypes", "dtype",
                                                "op_family", "flops", "bytes", "params", "tc_eligible")}
+    _state["out_of_range"] = 0
     for unit_kind, key, sizes, marker_text, kdtype, dtypes in inputs:
         dtype, c = kdtype, None
-        if unit_kind == "op":
-            try:
-                args = flops.args_from_sizes(sizes, dtypes)  # dtypes: Kineto's Input type, else NULL
-            except (ValueError, SyntaxError):
-                args = None
-        else:
-            args = flops.args_from_marker(marker_text) if marker_text else None
-        if args is not None:
-            dtype = flops._dtype(args, flops.canonical_dtype(kdtype))
-            direction = "backward" if unit_kind == "backward" else "forward"
-            if key in _state["plugin_keys"]:
-                c = _plugin_cost(key, args, dtype, direction)
+        try:
+            if unit_kind == "op":
+                try:
+                    args = flops.args_from_sizes(sizes, dtypes)  # dtypes: Kineto's Input type, else NULL
+                except flops.SizeError:
+                    raise
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    args = None
             else:
-                c = flops.cost(key, args, dtype, direction)
+                args = flops.args_from_marker(marker_text) if marker_text else None
+            if args is not None:
+                dtype = flops._dtype(args, flops.canonical_dtype(kdtype))
+                direction = "backward" if unit_kind == "backward" else "forward"
+                if any(a.is_tensor and any(d < 0 for d in a.shape) for a in args):
+                    raise ValueError("a negative size")
+                if key in _state["plugin_keys"]:
+                    c = _plugin_cost(key, args, dtype, direction)
+                else:
+                    c = flops.cost(key, args, dtype, direction)
+                if c is not None and not all(v is None or 0 <= v < 2**63 for v in (c.flops, c.bytes)):
+                    raise OverflowError("FLOPs or bytes beyond 2**63-1")
+        except (ValueError, TypeError, OverflowError):  # a size that is no count ('a', None, 1e400, -3) or too large
+            _state["out_of_range"] += 1
+            args, c = None, None
         for name, value in (("unit_kind", unit_kind), ("key", key), ("sizes", sizes), ("marker_text", marker_text),
                             ("kdtype", kdtype), ("dtypes", dtypes), ("dtype", dtype),
                             ("op_family", c.family if c else _family(key)),
@@ -86,8 +104,9 @@ def unit_costs(con) -> None:
                             ("params", c.params if c else _default_params(args, dtype)),
                             ("tc_eligible", c.tc_eligible if c else None)):
             cols[name].append(value)
-    types = {"flops": "BIGINT", "bytes": "BIGINT", "tc_eligible": "BOOLEAN"}
-    _create_temp(con, "torch_unit_cost", tuple((k, types.get(k, "VARCHAR"), v) for k, v in cols.items()))
+    types = {"flops": pa.int64(), "bytes": pa.int64(), "tc_eligible": pa.bool_()}
+    _create_temp(con, "torch_unit_cost", pa.Table.from_arrays(
+        [pa.array(v, types.get(k, pa.string())) for k, v in cols.items()], names=list(cols)))
 
 
 def _plugin_cost(key: str, args, dtype, direction: str):
@@ -122,8 +141,8 @@ def call_params(con) -> None:
         "JOIN nvtx_range n ON n.trace_id = getvariable('trace_id') AND n.range_id = u.call_range_id").fetchall()
     rows = [(text, role, value) for (text,) in texts
             for role, value in (pyprof_params.params(text) or {}).items()]
-    _create_temp(con, "torch_pyprof_params", tuple((column, "VARCHAR", [r[i] for r in rows])
-                                                   for i, column in enumerate(("marker_text", "role", "params"))))
+    _create_temp(con, "torch_pyprof_params", pa.Table.from_arrays(
+        [pa.array([r[i] for r in rows], pa.string()) for i in range(3)], names=["marker_text", "role", "params"]))
 
 
 def prepare_kernel_op(con) -> None:

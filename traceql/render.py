@@ -52,12 +52,38 @@ def _cell(value) -> str:
     return str(value)
 
 
-_CONTROL = {**{c: "\ufffd" for c in range(32)}, 9: "\\t", 10: "\\n", 13: "\\r", 127: "\ufffd"}
+class _Visible(dict):
+    """str.translate's table for clean_text: a control character as an escape, other characters
+    kept (a KeyError keeps the character)."""
+
+    # Unicode's bidirectional controls reorder what follows on the line: shown, not obeyed
+    BIDI = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+    def __missing__(self, code: int) -> str:
+        if code < 32 or 127 <= code < 160:
+            value = {9: "\\t", 10: "\\n", 13: "\\r"}.get(code, f"\\x{code:02x}")
+        elif code in self.BIDI or code in (0x2028, 0x2029):
+            value = f"\\u{code:04x}"
+        else:
+            raise KeyError(code)
+        self[code] = value
+        return value
 
 
-def _clean(text: str) -> str:
-    """One line of text: control characters visible, never a line break."""
-    return text if text.isprintable() else text.translate(_CONTROL)
+_VISIBLE = _Visible()
+
+
+def clean_text(text) -> str:
+    """The one escaping function of every text traceql prints for people or writes into a
+    markdown file: names, table headers, GPU names, hosts, paths, descriptions, messages. It
+    stays one line and cannot drive the terminal: a newline shows as \\n (tab \\t, CR \\r),
+    another control character (ESC, BEL, the C1 range) as \\xNN, a bidirectional control or a
+    line separator as \\uNNNN. Machine formats (csv, tsv, json, parquet) keep the text as it is."""
+    text = text if isinstance(text, str) else str(text)
+    return text if text.isprintable() else text.translate(_VISIBLE)
+
+
+_clean = clean_text
 
 
 NA = "-"  # a table cell without a value (NULL: not applicable or unknown), as PyProf prints it
@@ -202,7 +228,7 @@ def terminal_width(out=None, wide: bool = False) -> int | None:
         return int(env)
     if tty:
         try:
-            return os.get_terminal_size(out.fileno()).columns
+            return os.get_terminal_size(out.fileno()).columns or None  # a pty may report 0 columns
         except (AttributeError, OSError, ValueError):
             pass
     return None
@@ -436,7 +462,8 @@ def write_table(data, out, width: int | None = None, transform=None, footer: boo
             chunk = transform(chunk)
         cells = [_column_cells(col) for col in chunk.columns]
         if layout is None:
-            layout = Layout(chunk.column_names, [_is_number(f) for f in chunk.schema], cells, width)
+            layout = Layout([clean_text(n) for n in chunk.column_names], [_is_number(f) for f in chunk.schema], cells,
+                            width)
             for line in layout.header():
                 out.write(style.bold(line) + "\n")
         for line in layout.rows(cells):
@@ -446,7 +473,8 @@ def write_table(data, out, width: int | None = None, transform=None, footer: boo
         schema = _schema(data)
         if transform is not None:
             schema = transform(schema.empty_table()).schema
-        layout = Layout(schema.names, [_is_number(f) for f in schema], [[] for _ in schema.names], width)
+        layout = Layout([clean_text(n) for n in schema.names], [_is_number(f) for f in schema],
+                        [[] for _ in schema.names], width)
         for line in layout.header():
             out.write(style.bold(line) + "\n")
     if footer:
@@ -495,7 +523,17 @@ def render(data, fmt: str = "table", out=None, *, width: int | None = None, wide
     """Print a pyarrow Table or RecordBatchReader in format fmt. Tables for people are fitted
     to `width` (default: terminal_width(out, wide)); transform (e.g. humanize) is applied to
     each chunk of rows of table and markdown output."""
-    out = out or sys.stdout
+    try:
+        _render(data, fmt, out or sys.stdout, width, wide, transform)
+    except OverflowError:  # Arrow to Python: a date past year 9999, an interval of 2**31 days, ...
+        from .errors import UsageError
+
+        raise UsageError("a value of the result is out of the range traceql can print (a date or timestamp "
+                         "outside years 1-9999, an interval beyond 999,999,999 days): CAST it to VARCHAR, or "
+                         "write --format parquet -o FILE") from None
+
+
+def _render(data, fmt, out, width, wide, transform) -> None:
     if fmt == "table":
         if width is None:
             width = terminal_width(out, wide)
@@ -519,13 +557,13 @@ def render(data, fmt: str = "table", out=None, *, width: int | None = None, wide
         out.write("[]\n" if first else "\n]\n")
     elif fmt == "markdown":
         names = _schema(data).names if transform is None else transform(_schema(data).empty_table()).column_names
-        out.write("| " + " | ".join(names) + " |\n")
+        out.write("| " + " | ".join(clean_text(n).replace("|", "\\|") for n in names) + " |\n")
         out.write("|" + "|".join("---" for _ in names) + "|\n")
         for batch in _chunks(data):
             if transform is not None:
                 batch = transform(batch)
             for row in zip(*(col.to_pylist() for col in batch.columns)):
-                out.write("| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |\n")
+                out.write("| " + " | ".join(clean_text(_cell(v)).replace("|", "\\|") for v in row) + " |\n")
     else:
         raise ValueError(f"unknown format {fmt}")
 
@@ -721,7 +759,7 @@ def _fill(text: str, width: int | None, indent: str) -> str:
 def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
     version = " ".join(v for v in (t["source_format"], t["exporter_version"]) if v)
     bullet = "- " if fmt == "markdown" else "  "
-    head, path = f"trace {t['trace_id']}: ", t["path"]
+    head, path = f"trace {t['trace_id']}: ", clean_text(t["path"])
     if width is not None and text_width(head + path) > width:  # the file's name kept, the middle of its folder cut
         path = shorten_middle(path, width - text_width(head))
     out.write(_fill(f"{head}{path} ({version})", width, "") + "\n")
@@ -738,7 +776,7 @@ def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
     for g in gpus:
         busy = summary_time(g["busy_ns"], unit) + (f" {unit}" if unit else "")
         pct = "-" if g["busy_pct"] is None else f"{g['busy_pct']:.2f}%"
-        out.write(_fill(f"{bullet}GPU {g['device_id']} {g['device'] or '(name not recorded)'}: busy {busy} = {pct} "
+        out.write(_fill(f"{bullet}GPU {g['device_id']} {clean_text(g['device'] or '(name not recorded)')}: busy {busy} = {pct} "
                         f"of the span (time with at least one kernel, copy, memset or CUDA graph running; "
                         f"{g['ops']:,} operations)", width, bullet) + "\n")
         if g.get("idle_ns") is not None and t["span_ns"]:  # the temporal breakdown, report --by breakdown

@@ -143,6 +143,17 @@ def prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dial
 
     params: a dict for $name placeholders, or a list for positional ones (? or $1).
     Raises UsageError with a one-line reason."""
+    try:
+        return _prepare(text, con, catalog, dialect=dialect, params=params, write=write)
+    except RecursionError:  # sqlglot parses and walks the tree recursively
+        raise UsageError(TOO_DEEP) from None
+
+
+TOO_DEEP = "SQL: nested too deeply to check (parentheses, subqueries or CASE more than about 50 levels deep)"
+
+
+def _prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dialect: str | None = None,
+             params=None, write: bool = False) -> list[Step]:
     dialect = check_dialect(dialect)
     if text is None or not text.strip():
         raise UsageError("SQL: empty query")
@@ -475,6 +486,8 @@ def _check_columns(scope: Scope, sources: dict, catalog: Catalog) -> None:
                 continue
             raise UsageError(f"SQL: {unknown_column_message(col.table, name, [c for c, _ in columns])}")
         else:
+            if isinstance(scope.expression, exp.Select) and col.find_ancestor(exp.Select) is not scope.expression:
+                continue  # a column of a correlated subquery (its own scope checks it)
             visible = list(_visible_sources(scope, sources, catalog))
             if not visible:
                 continue  # no FROM: DuckDB says what it is

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import contract, derivation, ranks, stored
+from . import contract, guard, ranks, stored
 from .detect import detect
 from .errors import WorkspaceError
 from .ingest import (DERIVED_TABLES, _drop_temp_objects, _errors_of, _free_staging, _ingest_one, check_writable,
@@ -57,15 +57,13 @@ def upgrade(db, progress=None, on_wait=None) -> tuple[int, list[UpgradedTrace]]:
         raise WorkspaceError(f"{db}: no workspace here; create one with 'traceql ingest FILE'")
     check_writable(db)
     with workspace_lock(db, on_wait=on_wait, activity="upgrade"):
-        version = _version_of(db)
+        version, sources = _version_of(db)
         if version == contract.CONTRACT_VERSION:
             return version, []
         done: list[UpgradedTrace] = []
-        with writing_copy(db) as con:
+        with writing_copy(db, files=sources) as con:
             _migrate_tables(con)
             stored.forget(con)
-            derivation.create_record(con, existing_built=False)  # every derived table was emptied
-            con.execute(f"DELETE FROM {derivation.BUILT}")
             traces = con.execute(
                 "SELECT trace_id, path, file_size, ingested_at, "
                 + ("file_sha256" if version >= 2 else "NULL") + " FROM trace ORDER BY trace_id").fetchall()
@@ -84,18 +82,20 @@ def upgrade(db, progress=None, on_wait=None) -> tuple[int, list[UpgradedTrace]]:
         return version, done
 
 
-def _version_of(db: Path) -> int:
+def _version_of(db: Path) -> tuple[int, list[str]]:
+    """The contract version of workspace DB and the source files its traces record."""
     try:
-        con = duckdb.connect(str(db), read_only=True)
+        con = guard.connect(db, read_only=True, sqlite=False)
     except duckdb.Error as exc:
         raise WorkspaceError(f"{db}: not a traceql workspace ({str(exc).splitlines()[0]})") from None
     try:
+        guard.check_objects(con, db)
         if "trace" not in existing_objects(con):
             raise WorkspaceError(f"{db}: not a traceql workspace (no trace table)")
         version = contract.read_version(con)
         if version > contract.CONTRACT_VERSION:
             contract.check(con, db)  # raises NewerWorkspaceError
-        return version
+        return version, [r[0] for r in con.execute("SELECT path FROM trace WHERE path IS NOT NULL").fetchall()]
     finally:
         con.close()
 
@@ -180,7 +180,6 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
                        f"{reason}: what only the source holds (tables and columns new in later contracts, such as "
                        "graph_exec) stays empty for this trace; ingest the file again to fill it"])
         stored.store(con, trace_id)
-        derivation.record(con, trace_id, derivation.families())
     finally:
         con.execute("DETACH raw")
 

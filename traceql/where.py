@@ -65,6 +65,13 @@ def compile_where(text: str, columns: list[str], view: str) -> tuple[str, dict]:
     """The checked filter as (DuckDB SQL in parentheses, parameters to bind).
 
     Raises UsageError with a one-line reason when the expression is not allowed."""
+    try:
+        return _compile_where(text, columns, view)
+    except RecursionError:  # sqlglot parses and walks the tree recursively
+        raise UsageError("--where: nested too deeply to check (parentheses more than about 50 levels deep)") from None
+
+
+def _compile_where(text: str, columns: list[str], view: str) -> tuple[str, dict]:
     if not text or not text.strip():
         raise UsageError("--where: empty expression")
     dialect = sqlglot.Dialect.get_or_raise("duckdb")

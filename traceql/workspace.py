@@ -8,16 +8,12 @@ import os
 import re
 from pathlib import Path
 
-from typing import TYPE_CHECKING
-
 import duckdb
+import pyarrow as pa
 
 from . import contract
 from .errors import UsageError, WorkspaceError
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
-
-if TYPE_CHECKING:  # pyarrow is imported where a result is made: ingest and --version need none of it
-    import pyarrow as pa
 
 DEFAULT_DB = "traceql.duckdb"
 ROWS_PER_BATCH = 100_000  # Workspace.sql(batches=True)
@@ -79,11 +75,9 @@ class Workspace:
         self.query_dirs = tuple(Path(q) for q in ([queries] if isinstance(queries, (str, os.PathLike))
                                                   else queries or ()))
         self._catalog = None
-        self._on_wait = on_wait
-        self._pending: dict[str, list[int]] = {}  # deferred families not built (traceql.derivation)
-        self._private: Path | None = None  # a copy holding families derived for this read-only workspace
-        self.notes: list[str] = []  # what the user should know about this session (a private copy)
-        self.on_connect: list = []  # called with each new connection (ensure() reconnects)
+        from .lock import remove_dead_leftovers
+
+        remove_dead_leftovers(self.path)  # of a writer that was killed: any command cleans them up
         if not self.path.exists():
             raise WorkspaceError(f"{self.path}: no workspace here; create one with 'traceql ingest FILE'")
         if self.path.is_dir():
@@ -95,16 +89,19 @@ class Workspace:
 
                 self._held.enter_context(workspace_lock(self.path, on_wait=on_wait, activity="sql --write"))
             self._connect()
-            if self.write:  # statements may change anything: every family built first
-                self.ensure()
         except BaseException:
             self._held.close()
             raise
 
     def _connect(self) -> set[str]:
-        """Open self.con; the names of the workspace's tables."""
+        """Open self.con; the names of the workspace's tables. A workspace whose macros shadow
+        DuckDB's built-ins is refused (traceql.guard); opened to write, it is checked when the
+        statements end (sql()), so that `sql --write 'DROP MACRO ...'` can remove them."""
+        from . import guard
+
+        guard.check_workspace_file(self.path)  # a SQLite export given as --db: DuckDB would fetch an extension
         try:
-            self.con = duckdb.connect(str(self._private or self.path), read_only=not self.write,
+            self.con = duckdb.connect(str(self.path), read_only=not self.write,
                                       config=query_config(self.allow_files))
         except duckdb.Error as exc:
             first = str(exc).splitlines()[0]
@@ -115,91 +112,22 @@ class Workspace:
             if is_corrupt(exc):
                 raise fault(exc, self.path) from None
             raise WorkspaceError(f"{self.path}: not a traceql workspace ({first})") from None
-        # DuckDB prints its progress bar on stdout, into the result, for a query over 2 s
-        self.con.execute("SET enable_progress_bar = false")
+        if not self.write:
+            try:
+                guard.check_objects(self.con, self.path)
+            except BaseException:
+                self.con.close()
+                raise
         tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         if "trace" not in tables:
             self.con.close()
             raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
         try:  # rows computed under another contract version are not read (traceql upgrade)
             contract.check(self.con, self.path)
-            from . import derivation
-
-            self._pending = derivation.pending(self.con)
         except BaseException:
             self.con.close()
             raise
-        for hook in self.on_connect:
-            hook(self.con)
         return tables
-
-    # -- derived tables built on first use (traceql.derivation) ---------------------------
-    def ensure(self, sql: str | None = None) -> None:
-        """Build the families of derived tables that SQL reads (every family when SQL is None)
-        for the traces that lack them, and keep them in the workspace: under the workspace lock,
-        in a copy renamed over it, as an ingest writes (what another process built meanwhile is
-        not built again). A workspace that cannot be written gets them in a private temporary
-        copy for this session, said in self.notes (and to on_wait)."""
-        if not self._pending:
-            return
-        from . import derivation
-
-        wanted = set(self._pending) if sql is None else derivation.read_by(sql) & set(self._pending)
-        if not wanted:
-            return
-        from .ingest import build_families, check_writable, writing_copy
-
-        self.con.close()
-        try:
-            if self.write:  # this Workspace holds the lock already
-                with writing_copy(self.path) as con:
-                    build_families(con, wanted)
-                return
-            try:
-                check_writable(self.path)
-                writable = True
-            except WorkspaceError:
-                writable = False
-            if writable and self._private is None:
-                from .lock import workspace_lock
-
-                with workspace_lock(self.path, on_wait=self._on_wait, activity="derive"):
-                    with writing_copy(self.path) as con:
-                        build_families(con, wanted)
-            else:
-                self._build_private(wanted)
-        finally:
-            self._connect()
-
-    def _build_private(self, wanted) -> None:
-        """The families WANTED built in a temporary copy of the workspace (one that cannot be
-        written), which this Workspace reads from then on; removed by close()."""
-        import shutil
-        import tempfile
-
-        from . import derivation
-        from .ingest import build_families, configure
-
-        if self._private is None:
-            folder = Path(tempfile.mkdtemp(prefix="traceql-"))
-            private = folder / self.path.name
-            shutil.copyfile(self.path, private)
-            self._private = private
-        con = duckdb.connect(str(self._private))
-        try:
-            configure(con, self._private.parent / "spill")
-            built = build_families(con, wanted)
-            con.execute("CHECKPOINT")
-        finally:
-            con.close()
-        names = ", ".join(s.table for s in derivation.graph()
-                          if any(s.family in fams for fams in built.values()))
-        if names:
-            note = (f"{self.path} cannot be written: {names} derived for this command only, in a temporary "
-                    "copy (a writable workspace keeps them)")
-            self.notes.append(note)
-            if self._on_wait is not None:
-                self._on_wait(note)
 
     def close(self) -> None:
         try:
@@ -213,11 +141,6 @@ class Workspace:
             self.con.close()
         finally:
             self._held.close()
-            if self._private is not None:
-                import shutil
-
-                shutil.rmtree(self._private.parent, ignore_errors=True)
-                self._private = None
 
     def __enter__(self):
         return self
@@ -240,32 +163,52 @@ class Workspace:
         they are consumed, for results too large to hold (read it before closing)."""
         from .results import tidy, tidy_reader
 
-        if isinstance(query, str):
-            self.ensure(query)
-        result, wrote = self._plain_select(query, dialect, params), False
+        result = self._plain_select(query, dialect, params)
         if result is None:
             from .sqlcheck import Catalog, prepare
 
             if self._catalog is None:
                 self._catalog = Catalog.of(self.con)
-            for step in prepare(query, self.con, self._catalog, dialect=dialect, params=params, write=self.write):
-                result = self.execute(step.statement, step.params)
-                if step.writes:
-                    self._catalog = None
-                    wrote = True
-        if batches and result.description and not wrote:
+            steps = prepare(query, self.con, self._catalog, dialect=dialect, params=params, write=self.write)
+            if any(step.writes for step in steps):
+                return self._write(steps)
+            for step in steps:
+                result = self._run_user(step)
+        if batches and result.description:
             return tidy_reader(result.to_arrow_reader(ROWS_PER_BATCH), on_error=self._stream_error)
-        if result.description:
-            table = tidy(result.to_arrow_table())
-        else:
-            import pyarrow as pa
+        return tidy(result.to_arrow_table()) if result.description else pa.table({})
 
-            table = pa.table({})
-        if wrote:  # the reports stored at ingest could disagree with what the statements changed
-            from . import stored
+    def _write(self, steps) -> pa.Table:
+        """Run a script that changes the workspace as one transaction: it changes everything or,
+        when a statement fails (or Ctrl-C), nothing. The reports stored at ingest, which could
+        disagree with what it changed, are dropped in the same transaction, and it is refused
+        (nothing changed) when it leaves a macro that shadows a DuckDB built-in (traceql.guard)."""
+        from . import guard, stored
+        from .results import tidy
 
+        for step in steps:
+            if step.statement.type.name == "TRANSACTION":
+                raise UsageError("SQL: BEGIN, COMMIT and ROLLBACK are not needed: a script run with --write is one "
+                                 "transaction (all of it or, when a statement fails, nothing)")
+        self._catalog = None
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            result = None
+            for step in steps:
+                result = self._run_user(step)
+            table = tidy(result.to_arrow_table()) if result.description else pa.table({})
+            self.con.execute("PRAGMA disable_profiling")  # a profile the script asked for is not of traceql's SQL
+            guard.check_objects(self.con, self.path)
             stored.forget(self.con)
             contract.write_version(self.con)
+            self.con.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute("ROLLBACK")
+            if _internal(exc):  # (raised while the result is read)
+                raise UsageError(f"SQL: DuckDB failed inside while running it ({one_line_error(str(exc))}); "
+                                 "nothing it did was saved") from None
+            raise
         return table
 
     def _plain_select(self, query, dialect, params):
@@ -293,6 +236,22 @@ class Workspace:
                 raise fault(exc, self.path) from None
             return None
 
+    def _run_user(self, step):
+        """Run one checked statement of a user's SQL. DuckDB's internal errors there come from
+        the statement (a setting such as profiling_output that DuckDB mishandles), not from a
+        damaged file, which fails when it is opened or read with a checksum error."""
+        try:
+            return self.con.execute(step.statement, step.params or [])
+        except duckdb.Error as exc:
+            from .faults import fault, is_interrupt
+
+            if is_interrupt(exc):
+                raise
+            if _internal(exc):
+                raise UsageError(f"SQL: DuckDB failed inside while running it ({one_line_error(str(exc))}); "
+                                 "nothing it did was saved") from None
+            raise fault(exc, self.path) or UsageError(f"SQL: {one_line_error(str(exc))}") from None
+
     def _stream_error(self, exc: Exception) -> Exception:
         """An error DuckDB reports while a streamed result is read (through Arrow, as an
         OSError): a Ctrl-C stays an interrupt, anything else is the query's error."""
@@ -304,7 +263,6 @@ class Workspace:
     def execute(self, query, params=None):
         """Run trusted SQL (the query library's) as it is: no checks. Use sql() for SQL
         that a user wrote."""
-        self.ensure(query if isinstance(query, str) else getattr(query, "query", None) or "")
         try:
             return self.con.execute(query, params or [])
         except duckdb.Error as exc:
@@ -412,7 +370,6 @@ class Workspace:
         from .progress import as_progress
 
         progress = as_progress(progress)
-        self.ensure()  # every view is written
         if fmt not in ("csv", "parquet"):
             raise UsageError(f"--format {fmt}: export writes csv or parquet")
         self.check_trace(trace_id)
@@ -432,6 +389,10 @@ class Workspace:
                 jobs += [(out_dir / f"trace_{t}" / f"{view}.{fmt}", view, t) for t in ids]
             else:
                 jobs.append((out_dir / f"{view}.{fmt}", view, trace_id))
+        from .guard import check_not_workspace
+
+        for target, _, _ in jobs:
+            check_not_workspace(target, self.path)
         existing = [p for p, _, _ in jobs if p.exists()]
         if existing and not overwrite:
             raise UsageError(f"{existing[0]}: exists; use --overwrite to replace the files in {out_dir}")
@@ -457,6 +418,9 @@ class Workspace:
         trace (trace_id, or the workspace's only one; traceql.timeline.export_perfetto), or
         every trace of the workspace on one UTC axis, each a process group, with align_clocks
         each host's estimated skew taken off (traceql.job_timeline). start and end: a window."""
+        from .guard import check_not_workspace
+
+        check_not_workspace(output, self.path)
         ids = self.trace_ids()
         if trace_id is None and len(ids) > 1:
             from .job_timeline import export_job_perfetto
@@ -474,7 +438,9 @@ class Workspace:
         """Write the kernels' call stacks in the folded format of flame graphs ('frame;frame;kernel
         ns' per line, see traceql.callstacks.folded); the number of lines written."""
         from .callstacks import write_folded
+        from .guard import check_not_workspace
 
+        check_not_workspace(output, self.path)
         self.check_trace(trace_id)
         return write_folded(self, output, trace_id=trace_id, overwrite=overwrite)
 
@@ -483,7 +449,17 @@ class Workspace:
         .pdf) when given (see traceql.plot.plot for the options)."""
         from .plot import plot
 
+        if output is not None:
+            from .guard import check_not_workspace
+
+            check_not_workspace(output, self.path)
         return plot(self, by, output, **options)
+
+
+def _internal(exc: BaseException) -> bool:
+    """A DuckDB internal error that a statement caused, not a damaged file (checksums, 'corrupt')."""
+    return type(exc).__name__ in ("InternalException", "FatalException") and \
+        not re.search(r"corrupt|checksum", str(exc), re.I)
 
 
 def one_line_error(message: str) -> str:

@@ -73,7 +73,9 @@ flow_end AS (
 -- (the flow is looked up for every GPU event, used only where the argument is absent: a condition
 -- on the argument in the join would make it a nested loop)
 SELECT g.src_row, g.kind, g.name, g.ts, g.dur,
-       coalesce(TRY_CAST(g.a[1] AS INTEGER), TRY_CAST(g.pid AS INTEGER)) AS device_id,
+       CASE WHEN TRY_CAST(g.a[1] AS HUGEINT) IS NOT NULL AND TRY_CAST(g.a[1] AS INTEGER) IS NULL THEN NULL
+            ELSE coalesce(TRY_CAST(g.a[1] AS INTEGER), TRY_CAST(g.pid AS INTEGER)) END AS device_id,
+                                                   -- (a device number beyond INTEGER: NULL, counted in stats.sql)
        TRY_CAST(g.a[2] AS BIGINT)                                   AS context_id,
        coalesce(TRY_CAST(g.a[3] AS BIGINT), g.tid)                  AS stream_id,
        coalesce(TRY_CAST(g.a[4] AS BIGINT), f.id)                   AS correlation_id,

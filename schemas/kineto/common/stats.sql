@@ -25,6 +25,14 @@ SELECT 'kineto.events_without_time', count(*), 'warning',
 FROM raw.kineto_typed WHERE ph = 'X' AND (ts IS NULL OR (dur IS NULL AND kind NOT LIKE '%flow'))
 HAVING count(*) > 0
 UNION ALL
+SELECT 'kineto.device_out_of_range', count(*), 'warning',
+       'GPU events whose device argument is a number beyond a 32-bit device id: their device_id is NULL'
+FROM raw.kineto_typed
+WHERE kind IN ('kernel', 'memcpy', 'memset')
+  AND TRY_CAST(json_extract_string(args, '$.device') AS HUGEINT) IS NOT NULL
+  AND TRY_CAST(json_extract_string(args, '$.device') AS INTEGER) IS NULL
+HAVING count(*) > 0
+UNION ALL
 SELECT 'kineto.flows.' || kind, count(*), 'info',
        CASE kind WHEN 'launch_flow' THEN 'flow events from CUDA calls to their GPU work (ac2g): their id is the '
                       || 'correlation id, used for GPU events that lack a correlation argument'
