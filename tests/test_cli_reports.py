@@ -157,8 +157,8 @@ def test_op_report_without_pytorch_ranges_says_so(db):
     kernel time as a '[no op]' row of forward time) and says why on stderr, exit 0."""
     proc = traceql("--db", str(db), "report", "--by", "op", "--format", "csv", cwd=db.parent)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["op,calls,fwd_ns,bwd_ns,total_ns,pct,kernels_per_call,flops,bytes,tflops,"
-                                        "ideal_ns,efficiency_pct"]
+    assert proc.stdout.splitlines() == ["op,calls,fwd_ns,bwd_ns,recompute_ns,comm_ns,total_ns,pct,kernels_per_call,"
+                                        "flops,bytes,tflops,ideal_ns,efficiency_pct,collectives,comm_bytes"]
     assert proc.stderr.startswith("traceql: no PyTorch op ranges in this workspace: --by op needs the NVTX ranges of "
                                   "torch.autograd.profiler.emit_nvtx()")
     assert "traceql report --by range" in proc.stderr

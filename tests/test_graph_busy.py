@@ -242,8 +242,11 @@ def test_upgrade_from_contract_2_recomputes_busy_time_with_the_graphs(tmp_path):
     con.close()
     db = tmp_path / "ws.duckdb"
     traceql.ingest([src], db=db)
+    with traceql.open(db) as ws:  # device_busy is built on first use (traceql.derivation): build it now
+        ws.ensure()
     con = duckdb.connect(str(db))
     con.execute("UPDATE device_busy SET ops = 6, busy_ns = 1450, compute_ns = 1450")  # contract 2's figures
+    assert con.execute("SELECT count(*) FROM device_busy").fetchone()[0] == 1
     con.execute("UPDATE workspace_version SET contract_version = 2")
     con.close()
     with pytest.raises(traceql.StaleWorkspaceError, match="changed in 3: CUDA graphs traced whole"):

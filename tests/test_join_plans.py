@@ -7,7 +7,8 @@ can go wrong on a big one; ingest sets the thresholds that turn those choices of
 (traceql/ingest.py configure), and this test checks the plans it gets.
 
 Each statement ingest runs (the derive steps of schemas/derive/, the adapters, the stored
-reports) is EXPLAINed right before it runs, on fixtures with the shapes that matter: several
+reports), and those that build the families of derived tables on first use, is EXPLAINed right
+before it runs, on fixtures with the shapes that matter: several
 processes reusing correlation ids, push/pop stacks on several threads, start/end ranges that
 end on another thread, PyTorch op ranges with forward/backward pairs, unclosed ranges, and a
 PyTorch profiler (Kineto) trace."""
@@ -137,6 +138,10 @@ def plans(tmp_path_factory):
     PlanRecorder.seen = []
     try:
         traceql.ingest(sources, db=tmp / "ws.duckdb")
+        # the families of derived tables built on first use (traceql.derivation), as a query builds them
+        with traceql.open(tmp / "ws.duckdb") as ws:
+            ws.ensure()
+            assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 4 * len(sources)
     finally:
         mp.undo()
     return list(PlanRecorder.seen)

@@ -13,6 +13,7 @@ from collections import defaultdict
 import pytest
 
 import traceql
+import traceql.errors
 
 from .test_cli import traceql as cli
 from .test_range_filter import CS336, Source
@@ -125,3 +126,32 @@ def test_cli_skip_first_csv(cs336):
     assert out.stdout.splitlines()[1] == f"Backward,4,{w['cpu_stddev_ns']},{w['kernel_stddev_ns']},0"
     bad = cli("--db", str(db), "report", "--by", "kernel", "--skip-first", "1")
     assert bad.returncode == 2 and "--skip-first applies to --by range only" in bad.stderr
+
+
+def test_stacked_plot_one_bar_per_event(cs336, tmp_path):
+    """K-FAC's figure: one bar per range name, CPU time outside synchronization, synchronization,
+    kernel and memcpy time end to end; each segment is the report's number (mean per instance,
+    the first instance left out), and the bar ends at their sum."""
+    pytest.importorskip("matplotlib")
+    db, instances = cs336
+    want = expected(instances, 1)
+    with traceql.open(db) as ws:
+        report = {r["name"]: r for r in ws.report("range", skip_first=1, match=["Forward", "Backward"]).to_pylist()}
+        fig = ws.plot("range", tmp_path / "kfac.png", match=["Forward", "Backward"], skip_first=1, stacked=True,
+                      stat="mean")
+    ax = fig.axes[0]
+    scale = {"time (s)": 1e9, "time (ms)": 1e6, "time (µs)": 1e3, "time (ns)": 1}[ax.get_xlabel()]
+    names = [t.get_text().split("  (×")[0] for t in ax.get_yticklabels()]
+    assert names == ["Backward", "Forward"]  # the longer step first
+    assert [c.get_label() for c in ax.containers] == [
+        "CPU time outside synchronization", "synchronization time", "GPU kernel time", "memcpy time"]
+    for row, name in enumerate(names):
+        r, n = report[name], want[name]["instances"]
+        parts = [(r["cpu_total_ns"] - r["sync_ns"]) / n, r["sync_ns"] / n, r["gpu_kernel_ns"] / n, r["memcpy_ns"] / n]
+        bars = [container[row] for container in ax.containers]
+        assert [b.get_width() * scale for b in bars] == pytest.approx(parts, abs=1)  # cpu_avg_ns: whole ns
+        assert bars[-1].get_x() * scale + bars[-1].get_width() * scale == pytest.approx(sum(parts), abs=1)
+        assert r["sync_ns"] == want[name]["sync_ns"]
+    assert (tmp_path / "kfac.png").stat().st_size > 10_000
+    with pytest.raises(traceql.errors.UsageError, match="--stacked"):
+        traceql.open(db).plot("kernel", stacked=True)

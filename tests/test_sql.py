@@ -404,7 +404,7 @@ def test_query_runs_a_library_query(ws_path):
 
     bad = run("--db", str(ws_path), "query", "range", "--param", "nope=1")
     assert error_of(bad) == ("traceql: error: query range has no parameter 'nope'; parameters: trace_id, "
-                             "per_trace, group_by, max_depth, match, domain, filtered")
+                             "per_trace, group_by, max_depth, match, domain, filtered, skip_first, spread")
     assert error_of(run("--db", str(ws_path), "query", "nope")).startswith("traceql: error: no query 'nope'")
 
 

@@ -86,7 +86,10 @@ def sources(tmp):
 
 
 def rows_of(db, skip=()):
-    """Every contract table's rows, in ROW_ORDER, volatile columns left out."""
+    """Every contract table's rows, in ROW_ORDER, volatile columns left out; every family of
+    derived tables built first (traceql.derivation: an ingest leaves most for the first query)."""
+    with traceql.open(db) as ws:
+        ws.ensure()
     con = duckdb.connect(str(db), read_only=True)
     try:
         out = {}

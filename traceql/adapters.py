@@ -24,14 +24,19 @@ import io
 from functools import cache
 
 import duckdb
-import pyarrow as pa
 
 from . import demangle
 from .resources import read_schema, schema_exists, schema_file
 
 
+# A temporary table's columns: (name, DuckDB type, values), all of one length. They reach DuckDB
+# as list parameters unnested side by side: no Arrow table registered, which would load
+# pyarrow.dataset and pyarrow.compute (a third of an ingest's Python start-up on a small export).
+Columns = tuple[tuple[str, str, tuple], ...]
+
+
 @cache
-def _data_tables(fmt: str) -> tuple[tuple[str, pa.Table], ...]:
+def _data_tables(fmt: str) -> tuple[tuple[str, Columns], ...]:
     folder = schema_file(fmt)
     if not folder.is_dir():
         return ()
@@ -42,27 +47,29 @@ def _data_tables(fmt: str) -> tuple[tuple[str, pa.Table], ...]:
         lines = [ln for ln in node.read_text(encoding="utf-8").splitlines() if ln and not ln.startswith("#")]
         rows = list(csv.reader(io.StringIO("\n".join(lines))))
         header, body = rows[0], rows[1:]
-        arrays = []
-        for i, _ in enumerate(header):
+        columns = []
+        for i, name in enumerate(header):
             values = [r[i] if i < len(r) else None for r in body]
             if all(v is not None and v.lstrip("-").isdigit() for v in values):
-                arrays.append(pa.array([int(v) for v in values], type=pa.int64()))
+                columns.append((name, "BIGINT", tuple(int(v) for v in values)))
             else:
-                arrays.append(pa.array(values, type=pa.string()))
-        out.append((f"src_{node.name[:-4]}", pa.Table.from_arrays(arrays, names=header)))
+                columns.append((name, "VARCHAR", tuple(values)))
+        out.append((f"src_{node.name[:-4]}", tuple(columns)))
     return tuple(out)
 
 
-def _create_temp(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
-    con.register("_traceql_data", data)
-    try:
-        quoted = '"' + table.replace('"', '""') + '"'
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {quoted} AS SELECT * FROM _traceql_data")
-    finally:
-        con.unregister("_traceql_data")
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
-def _demangled(con: duckdb.DuckDBPyConnection, fmt: str) -> pa.Table:
+def _create_temp(con: duckdb.DuckDBPyConnection, table: str, columns: Columns) -> None:
+    """The temporary table TABLE holding COLUMNS (see Columns)."""
+    select = ", ".join(f"unnest(?::{kind}[]) AS {_quoted(name)}" for name, kind, _ in columns)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_quoted(table)} AS SELECT {select}",
+                [list(values) for _, _, values in columns])
+
+
+def _demangled(con: duckdb.DuckDBPyConnection, fmt: str) -> Columns:
     ids, symbols, names, shorts = [], [], [], []
     if schema_exists(f"{fmt}/demangle.sql"):
         for ident, symbol in con.execute(read_schema(f"{fmt}/demangle.sql")).fetchall():
@@ -71,10 +78,8 @@ def _demangled(con: duckdb.DuckDBPyConnection, fmt: str) -> pa.Table:
             symbols.append(symbol)
             names.append(name)
             shorts.append(None if name is None else demangle.short_name(name))
-    return pa.Table.from_arrays(
-        [pa.array(ids, type=pa.int64()), pa.array(symbols, type=pa.string()),
-         pa.array(names, type=pa.string()), pa.array(shorts, type=pa.string())],
-        names=["id", "symbol", "name", "short_name"])
+    return (("id", "BIGINT", ids), ("symbol", "VARCHAR", symbols), ("name", "VARCHAR", names),
+            ("short_name", "VARCHAR", shorts))
 
 
 def prepare(con: duckdb.DuckDBPyConnection, layout: str) -> None:

@@ -65,6 +65,7 @@ class Context:
         from .faults import interrupt_on_sigint
 
         interrupt_on_sigint(ws.con)  # Ctrl-C also while a streamed result is read: exit 130
+        ws.on_connect.append(interrupt_on_sigint)  # and on the connection after derived tables are built
         return ws
 
 
@@ -250,8 +251,9 @@ cli.help = cli.help.replace("VIEWS", _views_help())
                    "files hold 64 MB or more together, else one at a time).")
 @click.pass_obj
 def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
-    """Load profiler exports into the workspace: Nsight Systems .sqlite, nvprof .nvvp/.sql,
-    PyTorch profiler (Kineto) .json.
+    """Load profiler exports into the workspace: Nsight Systems .sqlite (or a .nsys-rep/.qdrep
+    report, exported with nsys when it is on PATH or $TRACEQL_NSYS names it, into a cache
+    beside the workspace), nvprof .nvvp/.sql, PyTorch profiler (Kineto) .json.
 
     Several files are added together, all or nothing. A file that is already in the
     workspace (same absolute path) is replaced. The source files are only read.
@@ -285,6 +287,8 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
                    f"({version}, layout {det.layout}) in {r.seconds:.2f} s")
         from .workspace import COUNTED
 
+        if det.exported_from is not None:
+            click.echo(f"  exported from {printable(str(det.exported_from))} by nsys export")
         click.echo("  " + ", ".join(f"{v} {r.counts[v]:,}" for v in COUNTED if v in r.counts))
         if r.identity is not None and r.identity.facts:
             click.echo("  " + printable(r.identity.line()))
@@ -636,12 +640,15 @@ REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one ro
 --by device  GPU work per GPU, with busy time and its share of the trace span
 --by thread  API calls per CPU thread and the GPU work they launched
 --by launch  per kernel name: launch call time, queue delay, kernel time
---by range   NVTX ranges: CPU time and the GPU work launched inside them
+--by range   NVTX ranges: CPU time, the GPU work launched inside them and synchronization time
+             (--spread: min/median/max/stddev per instance; --skip-first N: without warm-up)
 --by op      PyTorch ops: forward and backward GPU time, FLOPs, TFLOP/s, roofline efficiency
 --by kernel-op  one row per kernel with its PyTorch op, PyProf's table: its eight columns
                 (-c all: every column, -c picks), --width N like prof -w N
 --by layer   GPU work per PyProf 'layer:' NVTX annotation, forward and backward
 --by breakdown  per GPU: the trace span split into compute, exposed communication, memory, idle
+--by gpu-trace  one row per kernel, copy and memset in time order (nvprof --print-gpu-trace)
+--by api-trace  one row per API call in time order (nvprof --print-api-trace)
 --by source  GPU time per code line behind it (PyProf trace markers, PyTorch profiler stacks,
              CUDA backtraces): innermost frame of the user's code, or --group stack
 
@@ -1038,6 +1045,11 @@ def pa_strings(values):
 @click.option("--match", "match", multiple=True, metavar="WORD",
               help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
 @click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
+@click.option("--skip-first", "skip_first", type=click.IntRange(min=0), default=None, metavar="N",
+              help="range: leave out the first N instances of each name (per trace; the warm-up iterations).")
+@click.option("--stacked", is_flag=True,
+              help="range: one bar per range name, its CPU time outside synchronization, synchronization time, "
+                   "kernel time and memcpy time stacked (K-FAC's figure), instead of bars side by side.")
 @click.option("--stat", type=click.Choice(["total", "mean"]), default="total", show_default=True,
               help="Summed time, or the mean per range instance (kernel call, op call).")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
@@ -1053,13 +1065,16 @@ def pa_strings(values):
               help="kernel, op: like --range, for ranges whose name contains WORD (ignores case).")
 @overwrite_option
 @click.pass_obj
-def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title, log, range_names, range_words):
+def plot(obj: Context, by, output, trace_id, match, domain, skip_first, stacked, stat, limit, title, log, range_names,
+         range_words):
     """Draw a report as a bar chart (needs matplotlib: pip install 'traceql[plot]').
 
     \b
     --by range: per NVTX range name, its CPU time (the ranges' durations) next to the GPU
     kernel time and memcpy time of the work launched inside it, at any depth, like the
     K-FAC profiling figure; --match fwd --match bwd picks ranges, as in `report --by range`.
+    --stacked draws one bar per name with CPU time outside synchronization, synchronization,
+    kernel and memcpy time stacked; --skip-first N leaves out each name's warm-up instances.
     """
     _allow_numpy()  # matplotlib needs it
     from .plot import plot as draw
@@ -1067,7 +1082,8 @@ def plot(obj: Context, by, output, trace_id, match, domain, stat, limit, title, 
     check_output(output)
     with obj.open() as ws:
         draw(ws, by, output, trace_id=trace_id, match=match, domain=domain, stat=stat, limit=limit, title=title,
-             log=log, range=list(range_names) or None, range_match=list(range_words) or None)
+             log=log, range=list(range_names) or None, range_match=list(range_words) or None,
+             skip_first=skip_first, stacked=stacked)
         pooled = pooling_warning(ws, trace_id, what="bars", splits=False)
     click.echo(f"wrote {output}")
     if pooled:
@@ -1222,14 +1238,21 @@ def _hide_numpy() -> None:
     the command line hands no numpy arrays around and pyarrow works without it (only
     to_pandas() and to_numpy() need it). So a command run from the shell imports pyarrow with
     numpy hidden; `plot` (matplotlib needs numpy) lifts this before anything imports pyarrow.
-    Never done when main() is called from Python, whose process may use numpy."""
-    if "numpy" not in sys.modules and "pyarrow" not in sys.modules:
-        sys.modules["numpy"] = None  # `import numpy` raises ImportError
+    Never done when main() is called from Python, whose process may use numpy.
+
+    pandas likewise: DuckDB's Python module tries `import pandas` on every statement given
+    parameters (twice), an import of pandas when it is installed (0.3 s) and a search of
+    sys.path each time when it is not (0.5 ms: a quarter of an ingest's statements' Python
+    time on a small export). No command hands pandas objects around."""
+    for name in ("numpy", "pandas"):
+        if name not in sys.modules and "pyarrow" not in sys.modules:
+            sys.modules[name] = None  # `import numpy` raises ImportError
 
 
 def _allow_numpy() -> None:
-    if "numpy" in sys.modules and sys.modules["numpy"] is None:
-        del sys.modules["numpy"]
+    for name in ("numpy", "pandas"):
+        if name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]
 
 
 def _quiet_signals() -> None:

@@ -34,7 +34,11 @@ CHANGES = {
        "rank) and in the analyze rules; sync_calls reports host reads (.item(), .cpu(): kind 'copy') with the op "
        "that forced them; pageable_memcpy costs a copy by its own time; "
        "kernel_op.call_range_id and report --by kernel-op's op/mod as PyProf names them (the outermost PyProf "
-       "call) with the innermost op in aten_op; a FLOPs plug-in for a wrapped module costs the whole call; "
+       "call) with the innermost op in aten_op; a FLOPs plug-in for a wrapped module costs the whole call"
+       "; PyTorch ops: torch_op.recompute and kernel_op.recompute (activation checkpointing; recompute ops "
+       "are forward), torch_op.collective and comm_bytes; report --by op has recompute_ns, comm_ns, collectives and "
+       "comm_bytes, compute columns without communication kernels, and '[no op: <reason>]' rows; "
+       "trace.source_format 'rocpd' (rocprofv3 databases: agents as devices, HIP calls as api_call); "
        "hostile input: Kineto device ids beyond 32 bits and op sizes that are not counts (or FLOPs past 2**63-1) "
        "are NULL with a warning",
 }

@@ -31,17 +31,26 @@ NSYS_LAYOUTS = {
 # newer minor schema: the tables mirror CUPTI activity records, which only grow.
 NVPROF_LAYOUTS = {range(12, 17): "v12"}
 
+# rocprofv3 (ROCm 7) rocpd databases: rocpd_metadata's schema_version and the layout folder under
+# schemas/rocpd/ that reads it. Each table is named rocpd_<name>_<guid> (the guid with '_' for
+# '-'), with a plain view rocpd_<name> over it that rocprofv3 adds; traceql reads the tables and
+# stages each under its plain name (Detected.source_names).
+ROCPD_LAYOUTS = {"3": "v3"}
+ROCPD_TABLE = re.compile(r"(rocpd_[a-z_]+?)_([0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12})")
+
 
 @dataclass
 class Detected:
     path: Path
-    source_format: str                      # 'nsys' or 'nvprof'
+    source_format: str                      # 'nsys', 'nvprof', 'kineto' or 'rocpd'
     layout: str                             # e.g. 'nsys/v3'
     schema_version: str | None = None
     exporter_version: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     tables: dict[str, list[str]] = field(default_factory=dict)  # table -> column names
     warnings: list[str] = field(default_factory=list)
+    exported_from: Path | None = None         # the Nsight Systems report this export was made from (traceql.nsys_export)
+    source_names: dict[str, str] = field(default_factory=dict)  # staged name -> table in the file (rocpd)
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
@@ -104,8 +113,8 @@ def _describe_non_sqlite(path: Path, head: bytes) -> str:
     if text.startswith(b"{") or text.startswith(b"["):
         return "a JSON file that is not a PyTorch profiler (Kineto) trace (no traceEvents)"
     if path.suffix.lower() in (".nsys-rep", ".qdrep"):
-        return ("an Nsight Systems report, not its SQLite export; run "
-                f"'nsys export --type sqlite {path.name}' and ingest the .sqlite file")
+        return ("an Nsight Systems report, not its SQLite export, and no nsys was found to export it (put nsys "
+                f"on PATH or set TRACEQL_NSYS), or run 'nsys export --type sqlite {path.name}' and ingest the .sqlite file")
     if head.startswith(SQLITE_MAGIC[:6]):
         return "a damaged SQLite file (bad header)"
     return "not a SQLite database"
@@ -166,6 +175,49 @@ EXPORTER_TABLES = ("StringIds", "StringTable", "ThreadNames", "Version", "Proces
                    "ANALYSIS_DETAILS")
 
 
+def _rocpd(path: Path, names: list[tuple[str, str]], tables: dict[str, list[str]]) -> Detected | None:
+    """A rocprofv3 rocpd database (tables rocpd_<name>_<guid>), else None. The tables are
+    staged under their plain names; a file that merges several guids (several processes'
+    databases in one) is refused, as is a schema_version with no layout."""
+    found: dict[str, dict[str, str]] = {}
+    for name, kind in names:
+        m = ROCPD_TABLE.fullmatch(name)
+        if kind == "table" and m and name in tables:
+            found.setdefault(m.group(2), {})[m.group(1)] = name
+    if not found or not any("rocpd_kernel_dispatch" in t or "rocpd_region" in t for t in found.values()):
+        return None
+    if len(found) > 1:
+        raise InputError(f"{path}: rocpd database holding {len(found)} guids (merged databases); "
+                         "traceql reads one rocpd database per process: ingest each process's file")
+    (guid, plain), = found.items()
+    version = None
+    if "rocpd_metadata" in plain:
+        try:
+            con = connect_readonly(path)
+            try:
+                row = con.execute(f'SELECT value FROM "{plain["rocpd_metadata"]}" '
+                                  "WHERE tag = 'schema_version' ORDER BY id LIMIT 1").fetchone()
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as exc:
+            raise sqlite_error(path, exc) from None
+        version = None if row is None else str(row[0]).strip()
+    det = Detected(path, "rocpd", "rocpd/v3", schema_version=version, exporter_version=None,
+                   tables={p: tables[t] for p, t in plain.items()},
+                   source_names=dict(plain))
+    if version not in ROCPD_LAYOUTS:
+        known = ", ".join(sorted(ROCPD_LAYOUTS))
+        if version is not None and version.isdigit() and int(version) > max(int(v) for v in ROCPD_LAYOUTS):
+            det.warnings.append(f"rocpd schema_version {version} is newer than the newest known {known}; "
+                                "read with the same layout, check the results")
+        else:
+            raise UnsupportedVersionError(f"{path}: rocpd schema_version {version!r} is not supported; "
+                                          f"traceql reads rocpd schema_version {known}")
+    else:
+        det.layout = f"rocpd/{ROCPD_LAYOUTS[version]}"
+    return det
+
+
 def detect(path: str | os.PathLike) -> Detected:
     """Inspect `path` and say which adapter reads it. Raises InputError for anything
     that is not a readable profiler export, UnsupportedVersionError for unknown versions."""
@@ -224,6 +276,12 @@ def detect(path: str | os.PathLike) -> Detected:
     masked = sorted(v for v in views if v.startswith(EXPORTER_PREFIXES) or v in EXPORTER_TABLES)
     note = [f"{', '.join(masked)}: a view where the exporter writes a table; not read (traceql reads tables "
             "only), its rows are absent"] if masked else []
+
+
+    rocpd = _rocpd(path, names, tables)
+    if rocpd is not None:
+        return rocpd
+
     if "StringTable" in tables and any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables):
         return _nvprof_layout(Detected(path, "nvprof", "nvprof", schema_version=nvprof_version,
                                        exporter_version=None, tables=tables, warnings=note))

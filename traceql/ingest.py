@@ -32,15 +32,17 @@ from .faults import fault, is_disk_full
 from .lock import real_path, workspace_lock
 from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageError, WorkspaceError
 from .progress import as_progress
-from .pytorch import prepare_kernel_op
+from .pytorch import load_data, prepare_kernel_op
 from . import callstacks
 from . import ranks
 from .reader import stage
 from . import kineto
 from .remove import check_tables, purge_orphans
+from . import nsys_export
 from . import stored
 from . import contract
 from . import guard
+from . import derivation
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
 
 # Adapter views each layout provides, in the order they are created. A layout folder
@@ -116,6 +118,9 @@ def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path | None, share: str 
     if temp_dir is not None:
         con.execute("SET temp_directory = ?", [str(temp_dir)])
     con.execute("SET preserve_insertion_order = false")
+    # DuckDB's own progress bar would print on stdout, into a report's output when a query
+    # builds derived tables (traceql.workspace ensure); ingest shows its own progress
+    con.execute("SET enable_progress_bar = false")
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side; its
     # estimate is far off for the (call, level) pairs of op_range, which made that quadratic.
     con.execute("SET asof_loop_join_threshold = 0")
@@ -146,6 +151,7 @@ def create_contract(con: duckdb.DuckDBPyConnection, db: Path | None = None) -> N
     check_tables(con, db)  # a contract table turned into a view or lacking columns: before the views read them
     for name in CONTRACT_VIEWS:  # made again: a view changed with sql --write would feed traceql's own SQL
         con.execute(re.sub(r"\bCREATE VIEW\b", "CREATE OR REPLACE VIEW", read_schema(f"contract/{name}.sql"), count=1))
+    derivation.create_record(con)  # the traces of a workspace from before it hold every family
 
 
 def raw_ddl(layout: str) -> str:
@@ -319,17 +325,25 @@ def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult
     user = {"rank": rank, "host": None if host is None else str(host).strip()}
     detected, given = [], {}
     for p in paths:  # the same file twice (by absolute path, symlinks resolved) is read once
+        report = None
+        if nsys_export.is_report(p):  # an Nsight Systems report: its SQLite export, when nsys is at hand
+            report, p = p, nsys_export.exported(p, db) or p
         key = Path(os.path.realpath(p))  # (a link loop: detect says so)
         given[key] = given.get(key, 0) + 1
         if given[key] == 1:
-            detected.append(detect(p))
+            det = detect(p)
+            if report is not None and det.path != report:
+                det.exported_from = Path(os.path.abspath(report))
+            detected.append(det)
     check_writable(db)
     with workspace_lock(db, on_wait=on_wait):
         results: list[IngestResult] = []
+        fresh = not real_path(db).exists()
         with writing_copy(db, files=[d.path for d in detected]) as con:
             create_contract(con, db)
-            check_tables(con, db)  # a contract table turned into a view by sql --write, ...
-            purge_orphans(con)  # rows of a trace whose trace row was deleted: never absorbed by a new trace
+            if not fresh:  # a new workspace holds the contract as create_contract made it
+                check_tables(con, db)  # a contract table turned into a view by sql --write, ...
+                purge_orphans(con)  # rows of a trace whose trace row was deleted: never absorbed by a new trace
             from . import parallel
 
             workers = parallel.workers([d.path for d in detected], jobs)
@@ -458,6 +472,7 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: d
         for table in CONTRACT_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
         stored.delete_trace(con, trace_id)
+        derivation.forget(con, trace_id)
     else:
         trace_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM trace").fetchone()[0]
         replaced = False
@@ -482,20 +497,23 @@ def _ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: d
         if det.source_format == "kineto":  # JSON, not SQLite: traceql/kineto.py stages it
             report = kineto.stage(con, path, raw_ddl(det.layout), progress=staging, det=det)
         else:
-            report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging)
+            report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging,
+                           source_names=det.source_names)
         prepare_adapters(con, det.layout)
         for name in ADAPTER_FILES:
             con.execute(_adapter_sql(det.layout, name))
         # what needs the source tables, before _fill frees them
         source_stats = con.execute("SELECT key, value, severity, detail FROM src_stats").fetchall()
         utc = con.execute("SELECT min(utcEpochNs) FROM raw.TARGET_INFO_SESSION_START_TIME").fetchone()[0]
-        _fill(con, trace_id, deriving)
+        families = ingest_families()
+        _fill(con, trace_id, deriving, families)
         deriving("diagnostics")
         ident = result.identity = ranks.identify(det, user)  # after staging: Kineto's members are read then
-        _add_stats(con, trace_id, det, report, result, source_stats + ident.stats)
+        _add_stats(con, trace_id, det, report, result, source_stats + ident.stats, families)
         _add_trace_row(con, trace_id, det, path, utc, hashing.result(), ident)
         deriving("stored reports")
-        stored.store(con, trace_id)
+        stored.store(con, trace_id, families=families)
+        derivation.record(con, trace_id, families)
         deriving("done")
     finally:
         con.execute("DETACH raw")
@@ -524,7 +542,7 @@ FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "gr
               "device_busy", "unattributed_gpu", "op_stack", "diagnostics", "stored reports")
 
 
-def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
+def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None, families=None) -> None:
     offset = 0  # kernel, memcpy and memset share one id space; api_call has its own
     for table, id_col in ID_TABLES:
         step(table)
@@ -585,24 +603,50 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
                 [trace_id])
     _free_staging(con)
 
-    derive(con, trace_id, step)
+    derive(con, trace_id, step, families)
 
 
-# The contract tables computed from other contract tables alone, in order (schemas/derive/):
+# The contract tables computed from other contract tables alone, in order (schemas/derive/graph.csv):
 # launching calls, enclosing ranges, per-range GPU work, PyTorch ops and their kernels with FLOPs
 # and bytes (traceql/pytorch.py), GPU peaks, busy time, the unattributed totals.
-DERIVED_TABLES = ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy",
-                  "unattributed_gpu", "op_stack")
+DERIVED_TABLES = derivation.tables()
 
 
-def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
-    """Fill DERIVED_TABLES for trace TRACE_ID from its source-derived contract rows (ingest, and
-    traceql upgrade when a trace's source file is gone). Needs the raw staging catalog attached."""
+def ingest_families() -> set[str]:
+    """The families of derived tables an ingest builds (traceql.derivation): the ingest family,
+    every family with TRACEQL_DERIVE=eager or full, and with FLOPs plug-ins in effect (--flops,
+    $TRACEQL_FLOPS, entry points) the PyTorch family too: kernel_op is costed with the plug-ins
+    of the ingest, not with whatever is in effect when it is first read."""
+    from . import flops_plugins
+
+    if derivation.mode() != "lazy":
+        return set(derivation.families())
+    if flops_plugins.active().plugins:
+        return derivation.requires("pytorch")
+    return {derivation.INGEST}
+
+
+def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None, families=None) -> list[str]:
+    """Fill the derived tables of FAMILIES (traceql.derivation; default: every family) for trace
+    TRACE_ID from its contract rows (ingest; traceql upgrade when a trace's source file is gone;
+    a workspace's first query of a family). Needs the raw staging catalog attached. A step whose
+    inputs hold no row of the trace is skipped (not with TRACEQL_DERIVE=full). Returns the
+    tables computed."""
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
-    for table in DERIVED_TABLES:
+    full = derivation.mode() == "full"
+    done = []
+    for s in derivation.graph():
+        if families is not None and s.family not in families:
+            continue
+        table = s.table
         step(table)
+        if s.needs_any and not full and not any(con.execute(f"SELECT EXISTS (SELECT 1 FROM {t} WHERE trace_id = ?)",
+                                            [trace_id]).fetchone()[0] for t in s.needs_any):
+            continue
         if table == "kernel_op":
             prepare_kernel_op(con)
+        elif table == "device_peak":  # the GPU tables of schemas/torch/
+            load_data(con)
         sql = read_schema(f"derive/{table}.sql")
         if table == "op_stack":  # also (re)writes the PyProf stacks of call_stack
             sql = callstacks.inline(sql)
@@ -612,7 +656,48 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
             con.execute(f"INSERT INTO launch BY NAME SELECT * FROM {'derived_launch' if shared else 'derived_launch_first'}")
         else:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
+        done.append(table)
         _free_staging(con)
+    return done
+
+
+def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str]]:
+    """Build the deferred families WANTED (with the families they need) for every trace of the
+    workspace on CON that lacks them: their tables, their diagnostics (ingest_stats) and the
+    stored reports that read them; recorded in derived_family. Run on a writing copy under the
+    workspace lock (traceql.workspace): what another process built meanwhile is not built again.
+    Returns trace id -> the families built for it."""
+    from .pytorch import plugin_stats
+
+    need = set()
+    for f in wanted:
+        need |= derivation.requires(f)
+    built: dict[int, list[str]] = {}
+    missing = derivation.pending(con)
+    traces = sorted({t for f, ids in missing.items() if f in need for t in ids})
+    if not traces:
+        return built
+    con.execute("ATTACH ':memory:' AS raw")
+    try:
+        for trace_id in traces:
+            have = [f for f in derivation.families() if trace_id not in missing.get(f, ())]
+            new = [f for f in derivation.ordered(need) if trace_id in missing.get(f, ())]
+            derive(con, trace_id, families=set(new))
+            stats_sql = derivation.stats_sql(new, have + new)
+            rows = [] if stats_sql is None else con.execute(
+                f"SELECT * FROM ({stats_sql}) AS s(trace_id, key, value, severity, detail) WHERE trace_id = ?",
+                [trace_id]).fetchall()
+            if "pytorch" in new:
+                rows += [(trace_id, k, v, sv, d) for k, v, sv, d in plugin_stats()]
+            if rows:
+                con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)", rows)
+            stored.store(con, trace_id, families=have + new, only_new=new)
+            derivation.record(con, trace_id, new)
+            built[trace_id] = new
+    finally:
+        _drop_temp_objects(con)
+        con.execute("DETACH raw")
+    return built
 
 
 def _free_staging(con: duckdb.DuckDBPyConnection, keep: tuple[str, ...] = ()) -> None:
@@ -624,8 +709,14 @@ def _free_staging(con: duckdb.DuckDBPyConnection, keep: tuple[str, ...] = ()) ->
             con.execute(f'DROP TABLE raw."{name}"')
 
 
-def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, source_stats) -> None:
+def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, source_stats,
+               families=None) -> None:
+    """ingest_stats rows of the trace: the source's, the reader's and those of schemas/derive/stats.sql
+    that read no family left for later (FAMILIES: those built; default all; see build_families)."""
     rows = [("source.reader", None, "info", f"source tables read with {report.reader}")]
+    if det.exported_from is not None:
+        rows.append(("source.exported_from", None, "info",
+                     f"the SQLite export of the Nsight Systems report {det.exported_from}, written by nsys export"))
     for table, reason in report.fallback_tables.items():
         rows.append((f"source.read_with_sqlite3.{table}", report.rows.get(table), "warning",
                      f"{table} could not be read with sqlite_scanner ({reason}); read with Python sqlite3"))
@@ -644,10 +735,13 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
     rows += source_stats
     from .pytorch import plugin_stats
 
-    rows += plugin_stats()  # FLOPs plug-ins that raised (traceql.flops_plugins)
+    later = set(derivation.families()) - set(families if families is not None else derivation.families())
+    if "pytorch" not in later:
+        rows += plugin_stats()  # FLOPs plug-ins that raised (traceql.flops_plugins)
     con.execute(read_schema("derive/stats.sql"))
-    rows += con.execute("SELECT key, value, severity, detail FROM derived_stats WHERE trace_id = ?",
-                        [trace_id]).fetchall()
+    rows += con.execute("SELECT key, value, severity, detail FROM derived_stats WHERE trace_id = ? "
+                        "AND NOT list_contains(?::VARCHAR[], key)",
+                        [trace_id, sorted(derivation.stat_keys(later))]).fetchall()
     con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)",
                     [(trace_id, k, v, s, d) for k, v, s, d in rows])
     from .render import warning_text

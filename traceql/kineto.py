@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any, Union
 
 import msgspec
-import pyarrow as pa
 
 from .errors import InputError, UnsupportedVersionError
 
@@ -312,6 +311,8 @@ def _last(data: bytes, path: Path, hdr: Header):
 def _raw_column(values: list) -> pa.Array:
     """msgspec.Raw values as one Arrow string column ('' for an absent value), without a Python
     string per value: their bytes joined, offsets from their lengths."""
+    import pyarrow as pa  # here, not at import: detecting and reading SQLite need no pyarrow
+
     offsets = array("q", [0])
     offsets.extend(accumulate(len(v) for v in values))
     return pa.LargeStringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(b"".join(values)))
@@ -320,6 +321,8 @@ def _raw_column(values: list) -> pa.Array:
 def _int_or_text(values: list) -> tuple[pa.Array, pa.Array]:
     """pid, tid or id values (JSON integers, or strings in some writers): (the integer, or the
     string read as one when it is all digits; the string as written, else NULL)."""
+    import pyarrow as pa
+
     try:
         return pa.array(values, pa.int64()), pa.nulls(len(values), pa.string())
     except (pa.ArrowException, TypeError, OverflowError):
@@ -339,6 +342,8 @@ def _int_or_text(values: list) -> tuple[pa.Array, pa.Array]:
 
 
 def _text(values: list) -> pa.Array:
+    import pyarrow as pa
+
     try:
         return pa.array(values, pa.string())
     except (pa.ArrowException, TypeError):
@@ -347,6 +352,8 @@ def _text(values: list) -> pa.Array:
 
 
 def _batch(events: list, first_row: int) -> pa.Table:
+    import pyarrow as pa
+
     n = len(events)
     rows = array("q", range(first_row, first_row + n))
     pid, pid_text = _int_or_text([e.pid for e in events])
@@ -385,6 +392,8 @@ def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> StageReport
     time of ts 0, when the file has it). progress(table, done, total, rows) as reader.stage calls
     it. DET (traceql.detect.Detected), when given, gets the trace-level facts of all members,
     also those after the events (rank, world size, host: see metadata())."""
+    import pyarrow as pa
+
     report = StageReport()
     home = con.execute("SELECT current_database()").fetchone()[0]
     con.execute("USE raw")

@@ -189,19 +189,22 @@ def _size(path: Path) -> int:
 
 def _append(con: duckdb.DuckDBPyConnection, dbfile: str, trace_id: int, replaced: bool) -> None:
     """Add the rows a worker wrote to DBFILE to the workspace on con (trace TRACE_ID)."""
-    from . import stored
+    from . import derivation, stored
     from .resources import CONTRACT_TABLES
 
     if replaced:  # the file was in the workspace: its old rows go, as in a single ingest
         for table in CONTRACT_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
         stored.delete_trace(con, trace_id)
+        derivation.forget(con, trace_id)
     literal = "'" + dbfile.replace("'", "''") + "'"  # ATTACH takes no parameter; the path is ours, quoted
     con.execute(f"ATTACH {literal} AS traceql_worker (READ_ONLY)")
     try:
         for table in CONTRACT_TABLES:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM traceql_worker.{table}")
         stored.adopt(con, "traceql_worker", trace_id)
+        con.execute(f"INSERT INTO {derivation.BUILT} SELECT * FROM traceql_worker.{derivation.BUILT} "
+                    "WHERE trace_id = ?", [trace_id])
     finally:
         con.execute("DETACH traceql_worker")
 

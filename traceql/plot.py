@@ -2,7 +2,9 @@
 
 --by range is the figure of the K-FAC profiling workflow (seed 000): per NVTX range name, a
 group of bars for its CPU time, the GPU kernel time and the memcpy time of the work launched
-inside it (queries/range.sql), as totals or per instance. --by kernel ranks kernels by GPU
+inside it (queries/range.sql), as totals or per instance; stacked, one bar per name with its
+CPU time outside synchronization, synchronization, kernel and memcpy time end to end (the
+figure's own layout: one step's parts add up). --by kernel ranks kernels by GPU
 time, --by op PyTorch ops by forward and backward GPU time. Bars are horizontal so that long
 names stay readable; names longer than a label's width are cut with an ellipsis.
 
@@ -27,7 +29,7 @@ DEFAULT_LIMIT = 20
 OUTLIER = 8  # a group of bars this many times longer than the next one is cut (linear axis)
 
 # Colors of the series (matplotlib's tab10: distinguishable, also in grey print)
-CPU, KERNEL, MEMCPY, FORWARD, BACKWARD = "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"
+CPU, KERNEL, MEMCPY, FORWARD, BACKWARD, SYNC = "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#d62728"
 
 
 @dataclass
@@ -40,11 +42,13 @@ class Chart:
     series: list[tuple[str, str, list[float]]]  # (legend, color, value in ns per label)
     notes: list[str]  # text at the end of each group's longest bar ('' for none)
     log: bool = False  # a logarithmic time axis
+    stacked: bool = False  # one bar per label, the series end to end
 
 
 def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trace_id: int | None = None,
          match=None, domain: str | None = None, stat: str = "total", limit: int | None = DEFAULT_LIMIT,
-         title: str | None = None, log: bool = False, range=None, range_match=None):  # noqa: A002
+         title: str | None = None, log: bool = False, range=None, range_match=None,  # noqa: A002
+         skip_first: int | None = None, stacked: bool = False):
     """A bar chart of report BY as a matplotlib Figure; written to `output` when given (the
     extension picks the format: .png, .svg or .pdf).
 
@@ -58,7 +62,10 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
     the other bars stay visible. range, range_match (--by kernel and op): only the work inside
     the NVTX ranges of these names or containing these words (traceql.rangefilter), the
     K-FAC walkthrough's drill-down into one range; kernels are then labelled with their share
-    of the ranges' GPU time."""
+    of the ranges' GPU time. skip_first (--by range): leave out the first N instances of each
+    name, the warm-up (report --by range --skip-first). stacked (--by range): one bar per name,
+    its CPU time outside synchronization, synchronization time, kernel time and memcpy time
+    stacked: their sum, not wall time (GPU work overlaps the CPU time that launched it)."""
     if stat not in STATS:
         raise UsageError(f"--stat {stat}: choose total or mean")
     if output is not None and Path(output).suffix.lower() not in FORMATS:
@@ -68,6 +75,10 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
         raise UsageError(f"--by {by}: plots are {', '.join(builders)}")
     if (match or domain is not None) and by != "range":
         raise UsageError("--match and --domain apply to --by range")
+    if (skip_first is not None or stacked) and by != "range":
+        raise UsageError("--skip-first and --stacked apply to --by range")
+    if stacked and log:
+        raise UsageError("--stacked draws to scale on a linear axis; --log applies to bars side by side")
     from .rangefilter import selection
 
     ranged = selection(range, range_match)
@@ -76,8 +87,9 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
                          "picks the ranges themselves")
     figure_cls, canvas_cls = _matplotlib()
     ws.check_trace(trace_id)
+    extra = {"skip_first": skip_first, "stacked": stacked} if by == "range" else {}
     chart = builders[by](ws, trace_id=trace_id, match=list(match or ()), domain=domain, stat=stat, limit=limit,
-                         ranged=ranged)
+                         ranged=ranged, **extra)
     chart.title = title or _trace_label(ws, trace_id)
     chart.log = bool(log)
     import matplotlib
@@ -111,8 +123,9 @@ def _matplotlib():
 
 # ------------------------------------------------------------------------------ data
 
-def _range_chart(ws, trace_id, match, domain, stat, limit, ranged=None) -> Chart:
-    rows = [r for r in ws.report("range", trace_id=trace_id, match=match or None, domain=domain).to_pylist()
+def _range_chart(ws, trace_id, match, domain, stat, limit, ranged=None, skip_first=None, stacked=False) -> Chart:
+    rows = [r for r in ws.report("range", trace_id=trace_id, match=match or None, domain=domain,
+                                 skip_first=skip_first).to_pylist()
             if r["instances"]]  # the '[unattributed]' row has no instances: not a range
     if not rows:
         raise UsageError("nothing to plot: no NVTX ranges" + (f" match {', '.join(match)}" if match else "")
@@ -123,15 +136,34 @@ def _range_chart(ws, trace_id, match, domain, stat, limit, ranged=None) -> Chart
         r["cpu"] = (r["cpu_avg_ns"] if mean else r["cpu_total_ns"]) or 0
         r["kernel"] = r["gpu_kernel_ns"] / n if mean else r["gpu_kernel_ns"]
         r["memcpy"] = r["memcpy_ns"] / n if mean else r["memcpy_ns"]
-    rows.sort(key=lambda r: (-max(r["cpu"], r["kernel"], r["memcpy"]), r["name"]))
+        r["sync"] = min((r["sync_ns"] or 0) / n if mean else (r["sync_ns"] or 0), r["cpu"])
+    if stacked:
+        rows.sort(key=lambda r: (-(r["cpu"] + r["kernel"] + r["memcpy"]), r["name"]))
+    else:
+        rows.sort(key=lambda r: (-max(r["cpu"], r["kernel"], r["memcpy"]), r["name"]))
     shown = rows[:limit] if limit else rows
     what = "mean per instance" if mean else "total"
-    subtitle = f"NVTX ranges: CPU time, and GPU time of the work launched inside them ({what})"
+    if stacked:
+        subtitle = (f"NVTX ranges: CPU time (outside and inside synchronization calls), then GPU kernel and memcpy "
+                    f"time of the work launched inside them, stacked ({what}; the bar is their sum, not wall time)")
+    else:
+        subtitle = f"NVTX ranges: CPU time, and GPU time of the work launched inside them ({what})"
     if match:
         subtitle += f"\nnames containing {' or '.join(repr(w) for w in match)}"
+    if skip_first:
+        first = "first instance" if skip_first == 1 else f"first {skip_first} instances"
+        subtitle += f"{'; ' if match else chr(10)}each name's {first} left out (warm-up)"
     if len(shown) < len(rows):
         subtitle += f"; the {len(shown)} longest of {len(rows)} names"
-    return Chart("", subtitle, _labels([r["name"] for r in shown], [r["instances"] for r in shown], "×{}"),
+    labels = _labels([r["name"] for r in shown], [r["instances"] for r in shown], "×{}")
+    if stacked:
+        return Chart("", subtitle, labels,
+                     [("CPU time outside synchronization", CPU, [r["cpu"] - r["sync"] for r in shown]),
+                      ("synchronization time", SYNC, [r["sync"] for r in shown]),
+                      ("GPU kernel time", KERNEL, [r["kernel"] for r in shown]),
+                      ("memcpy time", MEMCPY, [r["memcpy"] for r in shown])],
+                     [""] * len(shown), stacked=True)
+    return Chart("", subtitle, labels,
                  [("CPU time (range duration)", CPU, [r["cpu"] for r in shown]),
                   ("GPU kernel time", KERNEL, [r["kernel"] for r in shown]),
                   ("memcpy time", MEMCPY, [r["memcpy"] for r in shown])],
@@ -277,23 +309,47 @@ def _outlier_cap(chart: Chart) -> float | None:
     return None
 
 
+def _draw_stacked(chart: Chart, ax, scale: float) -> None:
+    """One bar per label, the series end to end, each bar's sum printed at its end."""
+    n = len(chart.labels)
+    left = [0.0] * n
+    for legend, color, values in chart.series:
+        ax.barh(range(n), [v / scale for v in values], left=[x / scale for x in left], height=0.7,
+                color=color, label=legend)
+        left = [x + v for x, v in zip(left, values)]
+    for y, total in enumerate(left):
+        if total > 0:
+            ax.text(total / scale, y, "  " + _human(total), va="center", ha="left", fontsize=7, color="#333333")
+
+
 def _draw(chart: Chart, figure_cls, canvas_cls):
     n, k = len(chart.labels), len(chart.series)
+    if chart.stacked:
+        peak = max((sum(values[i] for _, _, values in chart.series) for i in range(n)), default=0) or 1
+        return _finish(chart, figure_cls, canvas_cls, n, 1, peak, None)
     peak = max((v for _, _, values in chart.series for v in values), default=0) or 1
     cap = None if chart.log else _outlier_cap(chart)
+    return _finish(chart, figure_cls, canvas_cls, n, k, peak, cap)
+
+
+def _finish(chart: Chart, figure_cls, canvas_cls, n: int, k: int, peak: float, cap: float | None):
+    """The figure: K bars per group (one when stacked), the axis to PEAK, or cut at CAP."""
     unit, scale = _unit(cap or peak)
     subtitle = chart.subtitle
     if cap is not None:
         subtitle += (f"\nbars longer than {_human(cap)} are cut (marked //, their values printed); "
                      "--log draws every bar to scale")
     row = 0.17 * k + 0.13  # inches per group
-    fig = figure_cls(figsize=(11, 1.5 + row * n))
+    height = 1.5 + row * n + (0.4 if chart.stacked else 0)  # stacked: a line for the legend below
+    fig = figure_cls(figsize=(11, height))
     canvas_cls(fig)
     ax = fig.add_subplot(1, 1, 1)
     positive = [v for _, _, values in chart.series for v in values if v > 0]
     low = min(positive, default=1) / scale / 2 if chart.log else 0.0
     bar = 0.8 / k
-    for j, (legend, color, values) in enumerate(chart.series):
+    if chart.stacked:
+        _draw_stacked(chart, ax, scale)
+    for j, (legend, color, values) in enumerate([] if chart.stacked else chart.series):
         offsets = [i + (j - (k - 1) / 2) * bar for i in range(n)]
         shown = [min(v, cap) if cap is not None else v for v in values]
         ax.barh(offsets, [max(v / scale - low, 0) if v > 0 else 0 for v in shown], left=low, height=bar * 0.9,
@@ -321,10 +377,13 @@ def _draw(chart: Chart, figure_cls, canvas_cls):
         ax.set_xlim(low, top * (4 if any(chart.notes) else 3))  # room for the values
     else:
         ax.set_xlim(0, top * (1.3 if any(chart.notes) else 1.15))
-    if k > 1:
+    if chart.stacked:  # below the figure, in the order the parts are stacked: never over a bar
+        fig.legend(*ax.get_legend_handles_labels(), loc="lower left", ncol=len(chart.series), fontsize=9,
+                   frameon=False)
+    elif k > 1:
         ax.legend(loc="lower right", fontsize=9, frameon=False)
     ax.set_title("\n".join(textwrap.fill(line, 110) for line in subtitle.splitlines()),
                  fontsize=10, loc="left", color="#333333")
     fig.suptitle(chart.title, fontsize=13, x=0.02, ha="left", fontweight="bold")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.35 / height, 1, 1) if chart.stacked else None)
     return fig

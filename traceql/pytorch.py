@@ -16,8 +16,6 @@ ingest_stats rows.
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from . import flops, flops_plugins, pyprof_params
 from .adapters import _create_temp, _data_tables
 from .resources import read_schema
@@ -61,8 +59,8 @@ def formula_keys(con) -> None:
         key = f"plugin:{n}" if m is None else f"plugin:{m}.{n}"
         plugin_keys[key] = (found[0], found[1], n, flops.formula_key(n, m))
         rows.append((m, n, key))
-    _create_temp(con, "torch_formula_key", pa.Table.from_arrays(
-        [pa.array([r[i] for r in rows], pa.string()) for i in range(3)], names=["module", "name", "key"]))
+    _create_temp(con, "torch_formula_key", tuple((column, "VARCHAR", [r[i] for r in rows])
+                                                 for i, column in enumerate(("module", "name", "key"))))
 
 
 def unit_costs(con) -> None:
@@ -104,9 +102,8 @@ def unit_costs(con) -> None:
                             ("params", c.params if c else _default_params(args, dtype)),
                             ("tc_eligible", c.tc_eligible if c else None)):
             cols[name].append(value)
-    types = {"flops": pa.int64(), "bytes": pa.int64(), "tc_eligible": pa.bool_()}
-    _create_temp(con, "torch_unit_cost", pa.Table.from_arrays(
-        [pa.array(v, types.get(k, pa.string())) for k, v in cols.items()], names=list(cols)))
+    types = {"flops": "BIGINT", "bytes": "BIGINT", "tc_eligible": "BOOLEAN"}
+    _create_temp(con, "torch_unit_cost", tuple((k, types.get(k, "VARCHAR"), v) for k, v in cols.items()))
 
 
 def _plugin_cost(key: str, args, dtype, direction: str):
@@ -141,8 +138,8 @@ def call_params(con) -> None:
         "JOIN nvtx_range n ON n.trace_id = getvariable('trace_id') AND n.range_id = u.call_range_id").fetchall()
     rows = [(text, role, value) for (text,) in texts
             for role, value in (pyprof_params.params(text) or {}).items()]
-    _create_temp(con, "torch_pyprof_params", pa.Table.from_arrays(
-        [pa.array([r[i] for r in rows], pa.string()) for i in range(3)], names=["marker_text", "role", "params"]))
+    _create_temp(con, "torch_pyprof_params", tuple((column, "VARCHAR", [r[i] for r in rows])
+                                                   for i, column in enumerate(("marker_text", "role", "params"))))
 
 
 def prepare_kernel_op(con) -> None:

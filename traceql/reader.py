@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from .detect import connect_readonly, is_wal, sqlite_error
 from .faults import is_interrupt
@@ -115,6 +114,8 @@ def _coerce_str(v):
 
 
 def _arrow_column(values: list, duck_type: str) -> pa.Array:
+    import pyarrow as pa  # here, not at import: detecting and reading SQLite need no pyarrow
+
     if duck_type in ("BIGINT", "INTEGER"):
         try:
             return pa.array(values, type=pa.int64())
@@ -160,11 +161,13 @@ def _dedupe_keys(con: duckdb.DuckDBPyConnection, report: StageReport) -> None:
 
 
 def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
-          source_tables: dict[str, list[str]], progress=None) -> StageReport:
+          source_tables: dict[str, list[str]], progress=None,
+          source_names: dict[str, str] | None = None) -> StageReport:
     """Create the raw.sql tables in the `raw` catalog and fill them from the source file.
 
     progress(table, done, total, rows) is called before each table is read: `done` of the
-    `total` declared tables are finished, holding `rows` rows."""
+    `total` declared tables are finished, holding `rows` rows. source_names: the file's own name
+    of a table staged under another (rocpd's guid-suffixed tables), when they differ."""
     report = StageReport()
     home = con.execute("SELECT current_database()").fetchone()[0]
     con.execute("USE raw")
@@ -189,6 +192,7 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
                 report.missing_tables.append(table)
                 continue
             src_cols = {c.lower(): c for c in source_tables[src_name]}
+            file_table = (source_names or {}).get(src_name, src_name)
             present = [(c, t, src_cols[c.lower()]) for c, t in cols if c.lower() in src_cols]
             absent = [c for c, _ in cols if c.lower() not in src_cols]
             if absent:
@@ -203,7 +207,7 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
                 try:
                     con.execute(
                         f"INSERT INTO raw.{_quote(table)} ({target}) "
-                        f"SELECT {select} FROM sqlite_scan(?, ?)", [str(path), src_name])
+                        f"SELECT {select} FROM sqlite_scan(?, ?)", [str(path), file_table])
                     report.rows[table] = con.execute(f"SELECT count(*) FROM raw.{_quote(table)}").fetchone()[0]
                     continue
                 except (duckdb.Error, UnicodeDecodeError) as exc:
@@ -215,9 +219,11 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
                     report.fallback_tables[table] = reason
                     con.execute(f"DELETE FROM raw.{_quote(table)}")
             if sqcon is None:
+                import pyarrow as pa  # the fallback reader's batches
+
                 sqcon = connect_readonly(path)
             select = ", ".join(_quote(s) for _, _, s in present)
-            cur = sqcon.execute(f"SELECT {select} FROM {_quote(src_name)}")
+            cur = sqcon.execute(f"SELECT {select} FROM {_quote(file_table)}")
             n = 0
             while True:
                 rows = cur.fetchmany(BATCH_ROWS)

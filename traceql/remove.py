@@ -29,7 +29,7 @@ def remove(trace_ids, db: str | os.PathLike = "traceql.duckdb", on_wait=None) ->
     """Remove the traces TRACE_IDS from workspace DB, all or nothing: an id the workspace does
     not hold is a UsageError and nothing is removed. on_wait(message) tells that it waits for
     another writer (traceql.lock)."""
-    from . import stored
+    from . import derivation, stored
     from .ingest import check_writable, writing_copy
     from .lock import workspace_lock
     from .resources import CONTRACT_TABLES
@@ -67,6 +67,7 @@ def remove(trace_ids, db: str | os.PathLike = "traceql.duckdb", on_wait=None) ->
                 con.execute(f"DELETE FROM {table} WHERE list_contains(?, trace_id)", [ids])
             for tid in ids:
                 stored.delete_trace(con, tid)
+                derivation.forget(con, tid)
     return [Removed(tid, known[tid], counts[tid]) for tid in ids]
 
 
@@ -74,7 +75,7 @@ def purge_orphans(con) -> list[int]:
     """Delete the rows of traces that have no `trace` row (left by `sql --write "DELETE FROM
     trace ..."`): a later ingest that took their id would otherwise absorb them (a 59-kernel
     file reported 7,387 kernels). Returns the ids purged. Run by ingest on its writing copy."""
-    from . import stored
+    from . import derivation, stored
     from .resources import CONTRACT_TABLES
 
     orphans: set[int] = set()
@@ -88,6 +89,7 @@ def purge_orphans(con) -> list[int]:
             con.execute(f"DELETE FROM {table} WHERE {orphan}")
     for tid in sorted(orphans):
         stored.delete_trace(con, tid)
+        derivation.forget(con, tid)
     return sorted(orphans)
 
 

@@ -40,6 +40,8 @@ REPORTS = {
     "collective": ("collective", {}),
     "straggler": ("straggler", {"measure": "time", "per_iteration": False}),
     "clock": ("clock", {}),
+    "gpu-trace": ("gpu_trace", {}),
+    "api-trace": ("api_trace", {}),
 }
 
 

@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 
 import duckdb
-import pyarrow as pa
 
 from . import library
 from .faults import is_interrupt
@@ -63,40 +62,65 @@ def _default_bound(by: str, q: library.Query) -> dict:
     return library.bind(q, {**DEFAULTS[by][1], "per_trace": True})
 
 
-def store(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
+def store(con: duckdb.DuckDBPyConnection, trace_id: int, families=None, only_new=None) -> None:
     """Compute and keep the default reports of trace TRACE_ID (ingest, after its contract rows
-    are written). Stored rows of other query versions are dropped."""
+    are written). Stored rows of other query versions are dropped. FAMILIES: the families of
+    derived tables built for the trace (traceql.derivation; default all): a report that reads
+    another family is stored when that is built. ONLY_NEW: only the reports that read one of
+    these families (just built)."""
+    from .derivation import read_by
     from .reports import report_query
 
     con.execute(read_schema("stored_report.sql"))
     for by in REPORTS:
         q = report_query(by)
+        reads = read_by(q.sql)
+        if families is not None and not reads <= set(families):
+            continue
+        if only_new is not None and not reads & set(only_new):
+            continue
         fp = fingerprint(by, q)
         name = _table(by, fp)
         _drop_other_versions(con, by, fp)
         con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ? AND report = ?", [trace_id, by])
         bound = {**_default_bound(by, q), "trace_id": trace_id}
         try:
-            rows = con.execute(q.sql, bound).to_arrow_table()
+            # the report's rows in its order (insertion order kept for this statement: a
+            # temporary table's rowid numbers them), kept in DuckDB: no Arrow round trip
+            with _insertion_order(con):
+                con.execute(f"CREATE OR REPLACE TEMP TABLE _traceql_stored_rows AS {q.sql.strip().rstrip(';')}",
+                            bound)
+            n = con.execute("SELECT count(*) FROM _traceql_stored_rows").fetchone()[0]
         except duckdb.Error as exc:  # e.g. sums beyond BIGINT: the report says why when it is asked for
             if is_interrupt(exc):  # Ctrl-C: the ingest stops, it does not go on without this report
                 raise
             continue
-        if rows.num_rows > MAX_ROWS:
-            continue
-        rows = rows.append_column("row_no", pa.array(range(rows.num_rows), pa.int64()))
-        con.register("_traceql_stored_rows", rows)
         try:
-            con.execute(f"CREATE TABLE IF NOT EXISTS {name} AS SELECT * FROM _traceql_stored_rows LIMIT 0")
-            con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
-            con.execute(f"INSERT INTO {name} SELECT * FROM _traceql_stored_rows")
-        except duckdb.Error as exc:  # rows another trace stored with other types: computed on demand
-            if is_interrupt(exc):
-                raise
-            continue
+            if n > MAX_ROWS:
+                continue
+            rows = "(SELECT *, rowid AS row_no FROM _traceql_stored_rows)"
+            try:
+                con.execute(f"CREATE TABLE IF NOT EXISTS {name} AS SELECT * FROM {rows} LIMIT 0")
+                con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
+                con.execute(f"INSERT INTO {name} SELECT * FROM {rows} ORDER BY row_no")
+            except duckdb.Error as exc:  # rows another trace stored with other types: computed on demand
+                if is_interrupt(exc):
+                    raise
+                continue
         finally:
-            con.unregister("_traceql_stored_rows")
-        con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fp, rows.num_rows])
+            con.execute("DROP TABLE IF EXISTS _traceql_stored_rows")
+        con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fp, n])
+
+
+@contextlib.contextmanager
+def _insertion_order(con: duckdb.DuckDBPyConnection):
+    """preserve_insertion_order on for the block (ingest turns it off), as it was after."""
+    was = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        yield
+    finally:
+        con.execute(f"SET preserve_insertion_order = {'true' if was else 'false'}")
 
 
 def adopt(con: duckdb.DuckDBPyConnection, schema: str, trace_id: int) -> None:
@@ -154,7 +178,7 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
-         limit: int | None = None) -> pa.Table | None:
+         limit: int | None = None) -> "pa.Table | None":
     """Report BY with these bound parameters from its stored rows, or None when they cannot
     answer it: other parameters than the defaults, several traces without per_trace, a trace
     ingested before reports were stored, or a report too large to store. limit: only the

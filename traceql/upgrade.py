@@ -29,7 +29,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import contract, guard, ranks, stored
+from . import contract, derivation, guard, ranks, stored
 from .detect import detect
 from .errors import WorkspaceError
 from .ingest import (DERIVED_TABLES, _drop_temp_objects, _errors_of, _free_staging, _ingest_one, check_writable,
@@ -64,6 +64,8 @@ def upgrade(db, progress=None, on_wait=None) -> tuple[int, list[UpgradedTrace]]:
         with writing_copy(db, files=sources) as con:
             _migrate_tables(con)
             stored.forget(con)
+            derivation.create_record(con, existing_built=False)  # every derived table was emptied
+            con.execute(f"DELETE FROM {derivation.BUILT}")
             traces = con.execute(
                 "SELECT trace_id, path, file_size, ingested_at, "
                 + ("file_sha256" if version >= 2 else "NULL") + " FROM trace ORDER BY trace_id").fetchall()
@@ -180,6 +182,7 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
                        f"{reason}: what only the source holds (tables and columns new in later contracts, such as "
                        "graph_exec) stays empty for this trace; ingest the file again to fill it"])
         stored.store(con, trace_id)
+        derivation.record(con, trace_id, derivation.families())
     finally:
         con.execute("DETACH raw")
 

@@ -8,12 +8,16 @@ import os
 import re
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import duckdb
-import pyarrow as pa
 
 from . import contract
 from .errors import UsageError, WorkspaceError
 from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
+
+if TYPE_CHECKING:  # pyarrow is imported where a result is made: ingest and --version need none of it
+    import pyarrow as pa
 
 DEFAULT_DB = "traceql.duckdb"
 ROWS_PER_BATCH = 100_000  # Workspace.sql(batches=True)
@@ -75,6 +79,11 @@ class Workspace:
         self.query_dirs = tuple(Path(q) for q in ([queries] if isinstance(queries, (str, os.PathLike))
                                                   else queries or ()))
         self._catalog = None
+        self._on_wait = on_wait
+        self._pending: dict[str, list[int]] = {}  # deferred families not built (traceql.derivation)
+        self._private: Path | None = None  # a copy holding families derived for this read-only workspace
+        self.notes: list[str] = []  # what the user should know about this session (a private copy)
+        self.on_connect: list = []  # called with each new connection (ensure() reconnects)
         from .lock import remove_dead_leftovers
 
         remove_dead_leftovers(self.path)  # of a writer that was killed: any command cleans them up
@@ -89,6 +98,8 @@ class Workspace:
 
                 self._held.enter_context(workspace_lock(self.path, on_wait=on_wait, activity="sql --write"))
             self._connect()
+            if self.write:  # statements may change anything: every family built first
+                self.ensure()
         except BaseException:
             self._held.close()
             raise
@@ -101,7 +112,7 @@ class Workspace:
 
         guard.check_workspace_file(self.path)  # a SQLite export given as --db: DuckDB would fetch an extension
         try:
-            self.con = duckdb.connect(str(self.path), read_only=not self.write,
+            self.con = duckdb.connect(str(self._private or self.path), read_only=not self.write,
                                       config=query_config(self.allow_files))
         except duckdb.Error as exc:
             first = str(exc).splitlines()[0]
@@ -112,6 +123,8 @@ class Workspace:
             if is_corrupt(exc):
                 raise fault(exc, self.path) from None
             raise WorkspaceError(f"{self.path}: not a traceql workspace ({first})") from None
+        # DuckDB prints its progress bar on stdout, into the result, for a query over 2 s
+        self.con.execute("SET enable_progress_bar = false")
         if not self.write:
             try:
                 guard.check_objects(self.con, self.path)
@@ -124,10 +137,83 @@ class Workspace:
             raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
         try:  # rows computed under another contract version are not read (traceql upgrade)
             contract.check(self.con, self.path)
+            from . import derivation
+
+            self._pending = derivation.pending(self.con)
         except BaseException:
             self.con.close()
             raise
+        for hook in self.on_connect:
+            hook(self.con)
         return tables
+
+    # -- derived tables built on first use (traceql.derivation) ---------------------------
+    def ensure(self, sql: str | None = None) -> None:
+        """Build the families of derived tables that SQL reads (every family when SQL is None)
+        for the traces that lack them, and keep them in the workspace: under the workspace lock,
+        in a copy renamed over it, as an ingest writes (what another process built meanwhile is
+        not built again). A workspace that cannot be written gets them in a private temporary
+        copy for this session, said in self.notes (and to on_wait)."""
+        if not self._pending:
+            return
+        from . import derivation
+
+        wanted = set(self._pending) if sql is None else derivation.read_by(sql) & set(self._pending)
+        if not wanted:
+            return
+        from .ingest import build_families, check_writable, writing_copy
+
+        self.con.close()
+        try:
+            if self.write:  # this Workspace holds the lock already
+                with writing_copy(self.path) as con:
+                    build_families(con, wanted)
+                return
+            try:
+                check_writable(self.path)
+                writable = True
+            except WorkspaceError:
+                writable = False
+            if writable and self._private is None:
+                from .lock import workspace_lock
+
+                with workspace_lock(self.path, on_wait=self._on_wait, activity="derive"):
+                    with writing_copy(self.path) as con:
+                        build_families(con, wanted)
+            else:
+                self._build_private(wanted)
+        finally:
+            self._connect()
+
+    def _build_private(self, wanted) -> None:
+        """The families WANTED built in a temporary copy of the workspace (one that cannot be
+        written), which this Workspace reads from then on; removed by close()."""
+        import shutil
+        import tempfile
+
+        from . import derivation
+        from .ingest import build_families, configure
+
+        if self._private is None:
+            folder = Path(tempfile.mkdtemp(prefix="traceql-"))
+            private = folder / self.path.name
+            shutil.copyfile(self.path, private)
+            self._private = private
+        con = duckdb.connect(str(self._private))
+        try:
+            configure(con, self._private.parent / "spill")
+            built = build_families(con, wanted)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        names = ", ".join(s.table for s in derivation.graph()
+                          if any(s.family in fams for fams in built.values()))
+        if names:
+            note = (f"{self.path} cannot be written: {names} derived for this command only, in a temporary "
+                    "copy (a writable workspace keeps them)")
+            self.notes.append(note)
+            if self._on_wait is not None:
+                self._on_wait(note)
 
     def close(self) -> None:
         try:
@@ -141,6 +227,11 @@ class Workspace:
             self.con.close()
         finally:
             self._held.close()
+            if self._private is not None:
+                import shutil
+
+                shutil.rmtree(self._private.parent, ignore_errors=True)
+                self._private = None
 
     def __enter__(self):
         return self
@@ -163,6 +254,8 @@ class Workspace:
         they are consumed, for results too large to hold (read it before closing)."""
         from .results import tidy, tidy_reader
 
+        if isinstance(query, str):
+            self.ensure(query)
         result = self._plain_select(query, dialect, params)
         if result is None:
             from .sqlcheck import Catalog, prepare
@@ -176,7 +269,11 @@ class Workspace:
                 result = self._run_user(step)
         if batches and result.description:
             return tidy_reader(result.to_arrow_reader(ROWS_PER_BATCH), on_error=self._stream_error)
-        return tidy(result.to_arrow_table()) if result.description else pa.table({})
+        if result.description:
+            return tidy(result.to_arrow_table())
+        import pyarrow as pa
+
+        return pa.table({})
 
     def _write(self, steps) -> pa.Table:
         """Run a script that changes the workspace as one transaction: it changes everything or,
@@ -196,7 +293,12 @@ class Workspace:
             result = None
             for step in steps:
                 result = self._run_user(step)
-            table = tidy(result.to_arrow_table()) if result.description else pa.table({})
+            if result.description:
+                table = tidy(result.to_arrow_table())
+            else:
+                import pyarrow as pa
+
+                table = pa.table({})
             self.con.execute("PRAGMA disable_profiling")  # a profile the script asked for is not of traceql's SQL
             guard.check_objects(self.con, self.path)
             stored.forget(self.con)
@@ -263,6 +365,7 @@ class Workspace:
     def execute(self, query, params=None):
         """Run trusted SQL (the query library's) as it is: no checks. Use sql() for SQL
         that a user wrote."""
+        self.ensure(query if isinstance(query, str) else getattr(query, "query", None) or "")
         try:
             return self.con.execute(query, params or [])
         except duckdb.Error as exc:
@@ -370,6 +473,7 @@ class Workspace:
         from .progress import as_progress
 
         progress = as_progress(progress)
+        self.ensure()  # every view is written
         if fmt not in ("csv", "parquet"):
             raise UsageError(f"--format {fmt}: export writes csv or parquet")
         self.check_trace(trace_id)

@@ -4,6 +4,7 @@ CREATE TABLE kernel_op (
     kernel_id         BIGINT NOT NULL,  -- the kernel (kernel.kernel_id)
     op_range_id       BIGINT,           -- the op call: innermost torch op (kind op, backward_node or engine_wrapper) around the launching call (torch_op.range_id); NULL when only a PyProf marker or layer range encloses it
     direction         VARCHAR NOT NULL, -- 'forward' or 'backward' (torch_op.direction of the op call; 'forward' without one)
+    recompute         BOOLEAN NOT NULL, -- the op call is a recompute op (torch_op.recompute: forward work re-run in backward by activation checkpointing); direction is then 'forward'
     node_range_id     BIGINT,           -- backward kernels: the backward node (or engine wrapper) they ran in (torch_op.range_id)
     fwd_range_id      BIGINT,           -- the forward op this work belongs to (torch_op.range_id): for forward kernels the innermost enclosing op that heads a seq (the op a backward node would pair with), else the op call; for backward kernels the forward op paired with their node; NULL when unpaired
     marker_range_id   BIGINT,           -- innermost PyProf argument marker around the launch, or for backward kernels around the forward op (torch_op.range_id)

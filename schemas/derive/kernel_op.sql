@@ -56,7 +56,7 @@ ranked AS (
                row_number() OVER (PARTITION BY unit_kind, unit_range_id ORDER BY dur DESC, kernel_id) = 1 END AS carries
     FROM k
 )
-SELECT getvariable('trace_id')::INTEGER AS trace_id, r.kernel_id, r.op_range_id, r.direction, r.node_range_id,
+SELECT getvariable('trace_id')::INTEGER AS trace_id, r.kernel_id, r.op_range_id, r.direction, r.recompute, r.node_range_id,
        r.fwd_range_id, r.marker_range_id, r.call_range_id, r.seq,
        nullif(array_to_string(list_filter(r.seqs, s -> s IS DISTINCT FROM r.seq), ','), '') AS altseq,
        CAST(r.call_index AS INTEGER) AS call_index, CAST(r.call_kernels AS INTEGER) AS call_kernels, r.layer,

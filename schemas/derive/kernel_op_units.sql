@@ -23,12 +23,13 @@
 -- around the launch (backward kernels: around the forward op), found by following the
 -- markers' marker_range_id (each marker's nearest enclosing marker) to the top.
 -- A unit's cost goes to its longest kernel (derive/kernel_op.sql).
--- seq_head: a forward op that heads a seq (its enclosing op has another seq or none): the op
--- a backward node with that seq pairs with (derive/torch_op.sql).
+-- seq_head: a forward op that heads a seq (its enclosing op has another seq or none, or is not
+-- a recompute op when it is one): the op a backward node with that seq pairs with
+-- (derive/torch_op.sql).
 CREATE OR REPLACE TABLE raw.kop_enc AS
 SELECT r.op_id AS kernel_id, r.depth, t.range_id, t.kind, t.seq, t.sizes, fk.key,
        t.kind = 'op' AND t.direction = 'forward' AND t.seq IS NOT NULL
-           AND (p.range_id IS NULL OR p.seq IS DISTINCT FROM t.seq) AS seq_head
+           AND (p.range_id IS NULL OR p.seq IS DISTINCT FROM t.seq OR p.recompute <> t.recompute) AS seq_head
 FROM op_range r
 JOIN torch_op t ON t.trace_id = r.trace_id AND t.range_id = r.range_id
 LEFT JOIN torch_op p ON p.trace_id = t.trace_id AND p.range_id = t.parent_op_range_id
@@ -71,13 +72,13 @@ kern AS (
 -- the torch ops the steps below look up, read from torch_op once each: the ops that hold
 -- kernels, then the nodes and forward ops those point to, then the markers of those
 ops AS MATERIALIZED (
-    SELECT range_id, kind, direction, seq, node_range_id, fwd_range_id, marker_range_id, layer
+    SELECT range_id, kind, direction, recompute, seq, node_range_id, fwd_range_id, marker_range_id, layer
     FROM torch_op
     WHERE trace_id = getvariable('trace_id') AND range_id IN (SELECT op_range_id FROM per)
 ),
 placed AS MATERIALIZED (
     SELECT k.*,
-           coalesce(o.direction, 'forward') AS direction,
+           coalesce(o.direction, 'forward') AS direction, coalesce(o.recompute, false) AS recompute,
            CASE WHEN o.direction = 'backward' THEN
                 CASE WHEN o.kind IN ('backward_node', 'engine_wrapper') THEN o.range_id ELSE o.node_range_id END
            END AS node_range_id,
@@ -115,7 +116,7 @@ outer_key AS (
     JOIN torch_op t ON t.trace_id = getvariable('trace_id') AND t.range_id = o.outer_id
     LEFT JOIN torch_formula_key fk ON fk.name = t.name AND fk.module IS NOT DISTINCT FROM t.module
 )
-SELECT p.kernel_id, p.op_range_id, p.direction, p.node_range_id, p.fwd_range_id,
+SELECT p.kernel_id, p.op_range_id, p.direction, p.recompute, p.node_range_id, p.fwd_range_id,
        CASE WHEN p.direction = 'backward' THEN f.marker_range_id ELSE p.marker_range_id END AS marker_range_id,
        coalesce(ob.outer_id, ofw.outer_id) AS call_range_id,
        CASE WHEN p.direction = 'backward' THEN n.seq ELSE p.inner_seq END AS seq,
