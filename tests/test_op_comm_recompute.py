@@ -317,3 +317,18 @@ def test_graph_replays_have_their_own_no_op_row(tmp_path):
     with traceql.open(tmp_path / "ws.duckdb") as w:
         got = {r["op"]: r["total_ns"] for r in w.report("op").to_pylist() if r["op"].startswith("[no op")}
     assert replayed and got == {"[no op: graph replay]": sum(replayed)}
+
+
+def test_the_op_plot_draws_recompute_and_communication_apart(ckpt, real, tmp_path):
+    pytest.importorskip("matplotlib")
+    from traceql.plot import _op_chart
+
+    for w, trace_id, key, label in ((ckpt[0], None, "recompute_ns", "recomputed (checkpointing)"),
+                                    (real[0], real[1]["kineto-hta-nccl-data"], "comm_ns", "communication")):
+        rows = [r for r in w.report("op", trace_id=trace_id).to_pylist() if r["calls"]]
+        rows.sort(key=lambda r: (-(r["fwd_ns"] + r["bwd_ns"] + r["recompute_ns"] + r["comm_ns"]), r["op"]))
+        chart = _op_chart(w, trace_id, None, None, "total", 0)  # every op, longest first
+        series = {name: values for name, _, values in chart.series}
+        assert series[label] == [r[key] for r in rows] and any(series[label])
+        assert series["forward kernels"] == [r["fwd_ns"] for r in rows]
+        assert label.split(" (")[0] in chart.subtitle

@@ -30,6 +30,7 @@ OUTLIER = 8  # a group of bars this many times longer than the next one is cut (
 
 # Colors of the series (matplotlib's tab10: distinguishable, also in grey print)
 CPU, KERNEL, MEMCPY, FORWARD, BACKWARD, SYNC = "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#d62728"
+RECOMPUTE, COMM = "#e377c2", "#7f7f7f"
 
 
 @dataclass
@@ -205,13 +206,18 @@ def _op_chart(ws, trace_id, match, domain, stat, limit, ranged=None) -> Chart:
         raise UsageError("nothing to plot: no PyTorch ops with GPU work"
                          + ("" if trace_id is None else f" in trace {trace_id}"))
     mean = stat == "mean"
+    parts = (("fwd", "fwd_ns"), ("bwd", "bwd_ns"), ("recompute", "recompute_ns"), ("comm", "comm_ns"))
     for r in rows:
         n = r["calls"]
-        r["fwd"] = (r["fwd_ns"] or 0) / n if mean else (r["fwd_ns"] or 0)
-        r["bwd"] = (r["bwd_ns"] or 0) / n if mean else (r["bwd_ns"] or 0)
-    rows.sort(key=lambda r: (-(r["fwd"] + r["bwd"]), r["op"]))
+        for key, column in parts:
+            r[key] = (r.get(column) or 0) / n if mean else (r.get(column) or 0)
+    rows.sort(key=lambda r: (-(r["fwd"] + r["bwd"] + r["recompute"] + r["comm"]), r["op"]))
     shown = rows[:limit] if limit else rows
-    subtitle = "PyTorch ops: GPU time of their forward and backward kernels (" \
+    extra = [(key, label, color) for key, label, color in (("recompute", "recomputed (checkpointing)", RECOMPUTE),
+                                                           ("comm", "communication", COMM))
+             if any(r[key] for r in shown)]
+    subtitle = "PyTorch ops: GPU time of their forward" + "".join(
+        f", {label.split(' (')[0]}" for _, label, _ in extra) + " and backward kernels (" \
         + ("mean per call" if mean else "total") + ")"
     if ranged is not None:
         subtitle += f"\ninside NVTX ranges {ranged.describe()}"
@@ -219,7 +225,8 @@ def _op_chart(ws, trace_id, match, domain, stat, limit, ranged=None) -> Chart:
         subtitle += f"; the {len(shown)} longest of {len(rows)} ops"
     return Chart("", subtitle, _labels([r["op"] for r in shown], [r["calls"] for r in shown], "{} calls"),
                  [("forward kernels", FORWARD, [r["fwd"] for r in shown]),
-                  ("backward kernels", BACKWARD, [r["bwd"] for r in shown])],
+                  ("backward kernels", BACKWARD, [r["bwd"] for r in shown])]
+                 + [(label, color, [r[key] for r in shown]) for key, label, color in extra],
                  [""] * len(shown))
 
 
