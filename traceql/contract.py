@@ -38,7 +38,8 @@ CHANGES = {
        "; PyTorch ops: torch_op.recompute and kernel_op.recompute (activation checkpointing; recompute ops "
        "are forward), torch_op.collective and comm_bytes; report --by op has recompute_ns, comm_ns, collectives and "
        "comm_bytes, compute columns without communication kernels, and '[no op: <reason>]' rows; "
-       "trace.source_format 'rocpd' (rocprofv3 databases: agents as devices, HIP calls as api_call); "
+       "trace.source_format 'rocpd' (rocprofv3 databases: agents as devices, HIP calls as api_call) and "
+       "'rocprof' (rocprof v1 results.db); "
        "hostile input: Kineto device ids beyond 32 bits and op sizes that are not counts (or FLOPs past 2**63-1) "
        "are NULL with a warning",
 }

@@ -1,5 +1,6 @@
--- src_memset: rocpd has no memset activity (hipMemset runs a fill kernel, e.g.
--- __amd_rocclr_fillBufferAligned, which is a kernel row): empty.
+-- Default src_memset for a format that records no memset activity (rocpd, rocprof v1: hipMemset runs
+-- a fill kernel, e.g. __amd_rocclr_fillBufferAligned, which is a kernel row): empty. A format's own
+-- memset.sql replaces it.
 CREATE OR REPLACE TEMP VIEW src_memset AS
 SELECT
     CAST(NULL AS BIGINT) AS src_row, CAST(NULL AS INTEGER) AS device_id, CAST(NULL AS BIGINT) AS context_id,
