@@ -16,7 +16,7 @@ from .jobs import pooling_warning, split_note
 from .progress import for_stderr
 from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
 from .reports import REPORTS, empty_note, report_query
-from .resources import contract_docs
+from .resources import view_docs
 
 # Imported where a command needs them, so that the others start faster: traceql.ingest
 # (the ingest machinery) and traceql.sqlcheck (sqlglot).
@@ -748,10 +748,11 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
                   "spread": spread, "skip_first": skip_first}
     if by == "op":
         params = {"with_shapes": with_shapes, "level": level, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
-    groupings = {"range": ("group", "name", "path"), "source": ("frame", "stack")}
-    if by in groupings and ctx.get_parameter_source("group_by") != click.core.ParameterSource.DEFAULT:
-        if group_by not in groupings[by]:
-            raise UsageError(f"--group {group_by}: --by {by} groups by {' or '.join(groupings[by])}")
+    from .reports import GROUPINGS
+
+    if by in GROUPINGS and ctx.get_parameter_source("group_by") != click.core.ParameterSource.DEFAULT:
+        if group_by not in GROUPINGS[by]:
+            raise UsageError(f"--group {group_by}: --by {by} groups by {' or '.join(GROUPINGS[by])}")
         if by == "source":
             params = {"group_by": group_by}
     if by == "straggler":
@@ -1144,20 +1145,29 @@ def emit(table, fmt, output, unit=None, labels=None):
             render(table, fmt, fh, width=table_width(fh), transform=transform)
 
 
+@cli.command("mcp")
+@click.pass_obj
+def mcp_cmd(obj: Context):
+    """Serve the workspace to an LLM agent: a Model Context Protocol server on stdio.
+
+    Tools: traces, schema, report, sql (read-only, no files of this machine) and analyze,
+    each opening the workspace read-only per call (a re-ingest by another process is seen).
+    Needs the mcp extra: pip install 'traceql[mcp]'. Register it with a client as the
+    command `traceql --db WORKSPACE mcp` (README: "An agent's questions").
+    """
+    try:
+        from .mcp_server import serve
+        import mcp  # noqa: F401 - the SDK, an optional dependency
+    except ImportError:
+        raise UsageError("traceql mcp needs the Model Context Protocol SDK: pip install 'traceql[mcp]'") from None
+    serve(obj.db.resolve())
+
+
 @cli.command()
 @click.argument("view", required=False)
 def schema(view):
     """Describe the contract views: every column with its DuckDB type and description."""
-    docs = contract_docs()
-    if view is not None and view not in docs:
-        from .sqlcheck import closest
-
-        best = closest(view, list(docs))
-        hint = f"did you mean {best}? " if best else ""
-        raise UsageError(f"no view {view!r}; {hint}views: {', '.join(docs)}")
-    for name, doc in docs.items():
-        if view is not None and name != view:
-            continue
+    for name, doc in view_docs(view).items():
         click.echo(f"{name}: {doc.doc}")
         width = max(len(c.name) for c in doc.columns)
         type_width = max(len(c.type) for c in doc.columns)

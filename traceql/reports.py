@@ -44,6 +44,9 @@ REPORTS = {
     "api-trace": ("api_trace", {}),
 }
 
+# The reports whose rows `--group` chooses, and what each can group by (the first: the default).
+GROUPINGS = {"range": ("group", "name", "path"), "source": ("frame", "stack")}
+
 
 def report_query(by: str) -> library.Query:
     if by not in REPORTS:

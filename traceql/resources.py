@@ -88,6 +88,22 @@ def contract_types() -> dict[str, list[tuple[str, str]]]:
 
 
 @cache
+def view_docs(view: str | None = None) -> dict[str, ViewDoc]:
+    """contract_docs(), or only VIEW's (`traceql schema VIEW`); an unknown view is a UsageError
+    naming the closest one."""
+    docs = contract_docs()
+    if view is None:
+        return docs
+    if view not in docs:
+        from .errors import UsageError
+        from .sqlcheck import closest
+
+        best = closest(view, list(docs))
+        hint = f"did you mean {best}? " if best else ""
+        raise UsageError(f"no view {view!r}; {hint}views: {', '.join(docs)}")
+    return {view: docs[view]}
+
+
 def contract_docs() -> dict[str, ViewDoc]:
     """Every contract table and view with its description and documented columns,
     read from the doc comments of schemas/contract/*.sql; column types as DuckDB

@@ -1,0 +1,187 @@
+"""`traceql mcp` end to end with the mcp SDK's own client over stdio: the server is started as
+`python -m traceql --db WS mcp` and asked what the CLI answers on cs336-jsun (one ingest for the
+module). Figures are compared with the CLI's csv for the same question and with Python's sqlite3
+over the source export; the sql tool's refusals leave the workspace byte-identical."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from .util import REPO, sha256, trace_file
+
+mcp = pytest.importorskip("mcp", reason="the mcp extra (pip install 'traceql[mcp]') is not installed")
+import anyio  # noqa: E402 - with mcp
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
+TOOLS = {"traces", "schema", "report", "sql", "analyze"}
+
+
+def traceql(*args) -> str:
+    proc = subprocess.run([sys.executable, "-m", "traceql", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def csv_rows(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def session(db, calls, cwd=None):
+    """Start the server on DB, list its tools, make CALLS [(name, args)]: (tools, results)."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "traceql", "--db", str(db), "mcp"],
+                                   cwd=str(cwd or REPO), env={"PYTHONPATH": str(REPO)})
+
+    async def run():
+        async with stdio_client(params, errlog=sys.stderr) as (read, write):
+            async with mcp.ClientSession(read, write) as client:
+                await client.initialize()
+                tools = (await client.list_tools()).tools
+                return tools, [await client.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(run)
+
+
+def ok(result) -> dict:
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+def one_line_error(result) -> str:
+    assert result.is_error
+    text = result.content[0].text
+    assert text.startswith("traceql: error: ") and "\n" not in text.strip(), text
+    return text
+
+
+def cells(rows: list[dict]) -> list[dict]:
+    """Structured rows as the csv writes them: '' for NULL, str() of the rest."""
+    return [{k: "" if v is None else str(v) for k, v in r.items()} for r in rows]
+
+
+def source(sql: str):
+    con = sqlite3.connect(f"file:{trace_file(CS336)}?mode=ro", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    src = trace_file(CS336)
+    db = tmp_path_factory.mktemp("mcp") / "ws.duckdb"
+    traceql("--db", str(db), "ingest", str(src))
+    return db
+
+
+def test_tool_list_and_schemas(ws):
+    tools, (kernels,) = session(ws, [("schema", {"view": "kernel"})])
+    by_name = {t.name: t for t in tools}
+    assert set(by_name) == TOOLS
+    for t in tools:
+        assert t.input_schema["type"] == "object" and len(t.description) > 100, t.name
+    from traceql.reports import REPORTS
+    from traceql.resources import contract_docs
+
+    report = by_name["report"].input_schema
+    assert report["required"] == ["by"] and report["properties"]["by"]["enum"] == list(REPORTS)
+    assert {"trace", "where", "sort", "limit", "columns", "group", "range", "range_match"} <= set(report["properties"])
+    assert by_name["sql"].input_schema["required"] == ["query"]
+    doc = contract_docs()["kernel"]
+    view = ok(kernels)["views"][0]
+    assert view["view"] == "kernel" and view["description"] == doc.doc
+    assert [(c["name"], c["type"], c["description"]) for c in view["columns"]] == \
+        [(c.name, c.type, c.doc) for c in doc.columns]
+
+
+def test_report_and_sql_equal_the_cli_csv(ws):
+    sql = "SELECT name, count(*) AS calls, sum(dur) AS total_ns FROM kernel GROUP BY 1 ORDER BY 3 DESC, 1"
+    range_args = {"by": "range", "where": "name IN ('Forward', 'Backward') OR name LIKE 'Warm-up%'", "sort": "cpu_total_ns",
+                  "columns": ["name", "instances", "cpu_total_ns", "gpu_kernel_ns"]}
+    _, (kernel, ranges, rows, traces) = session(ws, [
+        ("report", {"by": "kernel", "limit": 10}), ("report", range_args), ("sql", {"query": sql}),
+        ("traces", {})])
+    want = csv_rows(traceql("--db", str(ws), "report", "--by", "kernel", "--limit", "10", "--format", "csv"))
+    got = ok(kernel)
+    assert len(want) == 10 and cells(got["rows"]) == want
+    assert [c["name"] for c in got["columns"]] == list(want[0])
+    assert "total_ns" in kernel.content[0].text.replace(" ", "") or "Total" in kernel.content[0].text
+    want = csv_rows(traceql("--db", str(ws), "report", "--by", "range", "--where", range_args["where"], "--sort",
+                            "cpu_total_ns", "-c", ",".join(range_args["columns"]), "--format", "csv"))
+    assert want and cells(ok(ranges)["rows"]) == want
+    want = csv_rows(traceql("--db", str(ws), "sql", sql, "--format", "csv"))
+    got = ok(rows)
+    assert cells(got["rows"]) == want and got["row_count"] == len(want) and got["note"] is None
+    assert {c["name"]: c["type"] for c in got["columns"]} == {"name": "string", "calls": "int64", "total_ns": "int64"}
+    # and the source export itself (CUPTI kernels: count and summed duration)
+    (n, total), = source("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert sum(r["calls"] for r in got["rows"]) == n and sum(r["total_ns"] for r in got["rows"]) == total
+    trace, = ok(traces)["traces"]
+    assert trace["counts"]["kernel"] == n and trace["source_format"] == "nsys"
+
+
+def test_sql_row_cap_says_how_many_rows_there_were(ws):
+    _, (capped,) = session(ws, [("sql", {"query": "SELECT kernel_id, dur FROM kernel ORDER BY ts", "max_rows": 7})])
+    (n,), = source("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    got = ok(capped)
+    assert len(got["rows"]) == 7 and got["row_count"] == n > 7
+    assert got["note"].startswith(f"{n} rows; the first 7 are returned")
+    first = source("SELECT end - start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start, rowid LIMIT 7")
+    assert [r["dur"] for r in got["rows"]] == [d for d, in first]
+
+
+def test_sql_refuses_writes_files_and_attach(ws, tmp_path):
+    target = tmp_path / "out.csv"
+    before = sha256(ws)
+    files = sorted(os.listdir(ws.parent)), sorted(os.listdir(tmp_path))
+    hostile = ["DELETE FROM kernel", "CREATE TABLE t AS SELECT 1 AS x", f"COPY kernel TO '{target}'",
+               "SELECT * FROM read_text('/etc/hostname')", f"ATTACH '{tmp_path / 'x.duckdb'}' AS x"]
+    _, results = session(ws, [("sql", {"query": q}) for q in hostile] + [("sql", {"query": "SELECT count(*) AS n "
+                                                                                            "FROM kernel"})],
+                         cwd=tmp_path)
+    texts = [one_line_error(r) for r in results[:-1]]
+    assert "not a query" in texts[0] or "DELETE" in texts[0], texts[0]
+    assert "read_text" in texts[3] or "external" in texts[3].lower() or "file" in texts[3].lower(), texts[3]
+    (n,), = source("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert ok(results[-1])["rows"] == [{"n": n}]  # the server answered after the refusals
+    assert sha256(ws) == before
+    assert (sorted(os.listdir(ws.parent)), sorted(os.listdir(tmp_path))) == files and not target.exists()
+
+
+def test_missing_workspace_and_bad_arguments_are_tool_errors(ws, tmp_path):
+    _, missing = session(tmp_path / "none.duckdb", [("traces", {}), ("report", {"by": "kernel"}),
+                                                     ("schema", {"view": "kernel"})])
+    for r in missing[:2]:
+        assert "no workspace here" in one_line_error(r)
+    assert ok(missing[2])["views"][0]["view"] == "kernel"  # still serving
+    assert not (tmp_path / "none.duckdb").exists()
+    _, bad = session(ws, [("report", {"by": "nope"}), ("report", {"by": "kernel", "limit": -1}),
+                          ("sql", {}), ("report", {"by": "kernel", "group": "frame"}),
+                          ("report", {"by": "kernel", "trace": 99}), ("schema", {"view": "kernal"}),
+                          ("sql", {"query": "SELECT nam FROM kernel"}), ("nope", {}),
+                          ("report", {"by": "kernel", "limit": 1})])
+    texts = [one_line_error(r) for r in bad[:-1]]
+    assert "'nope' is not one of" in texts[0] and "limit" in texts[1] and "'query' is a required" in texts[2]
+    assert "--group frame" in texts[3] and "--trace 99: no such trace" in texts[4]
+    assert "did you mean kernel" in texts[5] and "nam" in texts[6] and "no tool 'nope'" in texts[7]
+    assert ok(bad[-1])["row_count"] == 1
+
+
+def test_analyze_equals_the_cli(ws):
+    _, (found,) = session(ws, [("analyze", {"rules": ["sync_calls", "gpu_gaps"], "limit": 3})])
+    got = ok(found)
+    want = csv_rows(traceql("--db", str(ws), "analyze", "--rule", "sync_calls", "--rule", "gpu_gaps",
+                            "--format", "csv"))
+    assert cells(got["rows"]) == want
+    evidence = csv_rows(traceql("--db", str(ws), "analyze", "--rule", "gpu_gaps", "--format", "csv"))
+    gaps = got["evidence"]["gpu_gaps"]
+    assert gaps["row_count"] == len(evidence) and cells(gaps["rows"]) == evidence[:3]

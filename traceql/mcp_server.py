@@ -1,0 +1,275 @@
+"""`traceql mcp`: the workspace as a Model Context Protocol server on stdio, for an LLM agent.
+
+Built on the official `mcp` SDK (the `traceql[mcp]` extra) and on the library API only: each
+tool call opens the workspace read-only (traceql.open), answers, and closes it, so the server
+sees a workspace that another process ingests into meanwhile and never changes it.
+
+Tools (TOOLS: name -> Tool, each with its JSON schema and a description):
+  traces   what `traceql info` says
+  schema   the contract views, their columns, types and descriptions (one view or all)
+  report   `traceql report --by ...` with trace, where, sort, limit, columns, group, range
+  sql      `traceql sql`: read-only, no files of this machine, no extensions, a row cap
+  analyze  `traceql analyze`: findings with thresholds, advice and evidence rows
+
+A result is structured content ({"columns": [{"name", "type"}], "rows": [{...}], "row_count",
+"note"}, times in ns as the CLI's csv gives them) and a short text table; an error is a tool
+error whose text is the CLI's one-line message ('traceql: error: ...').
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .errors import TraceqlError, UsageError
+
+SQL_ROW_CAP = 1000  # rows the sql tool returns at most (the note says how many there were)
+TEXT_ROWS = 20  # rows of the short text table beside the structured content
+EVIDENCE_ROWS = 5  # analyze: evidence rows per rule unless `limit` says otherwise
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    schema: dict
+    run: Callable  # (db: Path, args: dict) -> dict (the structured content; 'text' its text table)
+
+
+def _jsonable(rows: list[dict]) -> list[dict]:
+    """Rows as JSON values: exact integers for integral decimals, text for times (render._json_value)."""
+    from .render import _json_value
+
+    return json.loads(json.dumps(rows, default=_json_value))
+
+
+def _result(table, note: str | None = None, row_count: int | None = None) -> dict:
+    """A pyarrow Table as structured content: column names and types, rows, their count, a note."""
+    from .render import render
+
+    text = io.StringIO()
+    shown = table.slice(0, TEXT_ROWS)
+    render(shown, "table", text, width=120)
+    n = table.num_rows if row_count is None else row_count
+    if n > shown.num_rows:
+        text.write(f"({shown.num_rows} of {n} rows shown here; every row returned is in the structured content)\n")
+    if note:
+        text.write(note + "\n")
+    return {"columns": [{"name": f.name, "type": str(f.type)} for f in table.schema],
+            "rows": _jsonable(table.to_pylist()), "row_count": n, "note": note, "text": text.getvalue()}
+
+
+def _open(db: Path):
+    import traceql
+
+    return traceql.open(db)  # read-only, no files of this machine: per call, so re-ingests are seen
+
+
+# -- tools -------------------------------------------------------------------------------------
+
+def _traces(db: Path, args: dict) -> dict:
+    with _open(db) as ws:
+        rows = ws.info()
+    text = "\n".join(f"trace {r['trace_id']}: {r['path']} ({r['source_format']}), GPUs "
+                     f"{', '.join(r['gpus']) or 'none'}, span {r['duration']} ns, "
+                     + ", ".join(f"{k} {v}" for k, v in r["counts"].items()) for r in rows)
+    return {"traces": _jsonable(rows), "row_count": len(rows), "note": None if rows else f"{db}: no traces yet",
+            "text": text or f"{db}: no traces yet"}
+
+
+def _schema(db: Path, args: dict) -> dict:
+    from .resources import view_docs
+
+    docs = view_docs(args.get("view"))
+    views = [{"view": d.name, "kind": d.kind, "description": d.doc,
+              "columns": [{"name": c.name, "type": c.type, "description": c.doc} for c in d.columns]}
+             for d in docs.values()]
+    text = "\n".join(f"{v['view']}: {v['description']}" + "".join(
+        f"\n  {c['name']}  {c['type']}  {c['description']}" for c in v["columns"]) if args.get("view")
+        else f"{v['view']}: {v['description']}" for v in views)
+    return {"views": views, "row_count": len(views), "note": None, "text": text}
+
+
+def _report(db: Path, args: dict) -> dict:
+    from .reports import GROUPINGS, empty_note
+
+    by = args["by"]
+    params = {}
+    if "group" in args:
+        if by not in GROUPINGS or args["group"] not in GROUPINGS[by]:
+            owners = " or ".join(f"--by {b} ({', '.join(g)})" for b, g in GROUPINGS.items())
+            raise UsageError(f"--group {args['group']}: groups {owners} only")
+        params["group_by"] = args["group"]
+    columns = args.get("columns")
+    with _open(db) as ws:
+        table = ws.report(by, trace_id=args.get("trace"), per_trace=args.get("per_trace", False),
+                          where=args.get("where"), sort=args.get("sort"), limit=args.get("limit"),
+                          columns=",".join(columns) if isinstance(columns, list) else columns,
+                          range=args.get("range") or None, range_match=args.get("range_match") or None, **params)
+        note = empty_note(ws, by, args.get("trace")) if table.num_rows == 0 else None
+    return _result(table, note)
+
+
+def _sql(db: Path, args: dict) -> dict:
+    import pyarrow as pa
+
+    cap = args.get("max_rows", SQL_ROW_CAP)
+    with _open(db) as ws:
+        reader = ws.sql(args["query"], args.get("params") or None, dialect=args.get("dialect"), batches=True)
+        if isinstance(reader, pa.Table):
+            reader = reader.to_reader()
+        kept, total = [], 0
+        for batch in reader:  # read to the end, keep the first `cap` rows: the count is exact
+            if total < cap:
+                kept.append(batch.slice(0, cap - total))
+            total += batch.num_rows
+        table = pa.Table.from_batches(kept, schema=reader.schema)
+    note = (f"{total} rows; the first {cap} are returned (max_rows; add LIMIT/OFFSET or aggregate)"
+            if total > cap else None)
+    return _result(table, note, row_count=total)
+
+
+def _analyze(db: Path, args: dict) -> dict:
+    limit = args.get("limit", EVIDENCE_ROWS)
+    with _open(db) as ws:
+        result = ws.analyze(args.get("rules") or None, trace_id=args.get("trace"), **(args.get("params") or {}))
+    from .reports import order_and_limit
+
+    evidence = {name: order_and_limit(t, None, limit, per_trace=True) for name, t in result.evidence.items()}
+    findings = _result(result.findings)
+    findings["evidence"] = {name: {"columns": [{"name": f.name, "type": str(f.type)} for f in t.schema],
+                                   "rows": _jsonable(t.to_pylist()), "row_count": result.evidence[name].num_rows}
+                            for name, t in evidence.items()}
+    return findings
+
+
+TRACE = {"type": "integer", "description": "Only this trace id (see the traces tool); default: every trace."}
+NAMES = {"type": "array", "items": {"type": "string"}}
+
+
+def _tools() -> dict[str, Tool]:
+    from .reports import REPORTS
+
+    tools = [
+        Tool("traces", "The traces ingested in the workspace, as `traceql info` shows them: trace id, source file, "
+             "format and versions, host and rank, GPUs, time span (ns) and rows per view, warnings. Start here: "
+             "the other tools take these trace ids.",
+             {"type": "object", "properties": {}, "additionalProperties": False}, _traces),
+        Tool("schema", "The contract: every view (kernel, api_call, memcpy, nvtx_range, op_range, torch_op, ...) "
+             "with its description and its columns' names, DuckDB types and descriptions (times are integer ns). "
+             "Read it before writing SQL for the sql tool or a `where` filter for the report tool.",
+             {"type": "object", "properties": {"view": {"type": "string", "description": "One view; default: all "
+                                                        "(then only their descriptions in the text)."}},
+              "additionalProperties": False}, _schema),
+        Tool("report", "A report, as `traceql report --by BY --format csv` gives it (times in ns): kernel, api, "
+             "memcpy, memset, gpu (all GPU work by kind), stream, device, thread, launch (queue delay), range (NVTX "
+             "ranges: CPU time, GPU time of the work inside), op (PyTorch ops, forward and backward), kernel-op, "
+             "layer, breakdown (per GPU: compute, communication, memory, idle), source, rank, collective, "
+             "straggler, clock. pct is the share of the summed time of the rows, not of wall time.",
+             {"type": "object", "required": ["by"], "additionalProperties": False, "properties": {
+                 "by": {"type": "string", "enum": list(REPORTS), "description": "What to report on."},
+                 "trace": TRACE,
+                 "per_trace": {"type": "boolean", "description": "Rows split by trace (pct and limit per trace)."},
+                 "where": {"type": "string", "description": "SQL boolean expression over the report's input view "
+                           "(see the schema tool), e.g. \"name LIKE '%gemm%' AND dur > 10000\"."},
+                 "sort": {"type": "string", "description": "COLUMN[:asc|:desc], e.g. total_ns:desc."},
+                 "limit": {"type": "integer", "minimum": 0, "description": "At most N rows."},
+                 "columns": {**NAMES, "description": "Only these columns, in this order."},
+                 "group": {"type": "string", "enum": ["group", "name", "path", "frame", "stack"],
+                           "description": "range: by operator (group, the default), full name or nesting path; "
+                                          "source: by innermost user frame (frame) or whole stack."},
+                 "range": {**NAMES, "description": "Only the work launched inside the NVTX ranges of these names "
+                                                   "(full name, grouping name or path); adds range_pct."},
+                 "range_match": {**NAMES, "description": "Like range, for ranges whose name contains a word."}}},
+             _report),
+        Tool("sql", "Run one read-only SQL query (DuckDB dialect unless `dialect`) over the contract views and "
+             "return its rows. Statements that change anything (INSERT, CREATE, DELETE, COPY, ATTACH, SET, ...), "
+             "reading files of this machine and loading extensions are refused. At most max_rows rows are "
+             "returned; row_count and the note say how many there were. Unknown views or columns are errors "
+             "with the closest names.",
+             {"type": "object", "required": ["query"], "additionalProperties": False, "properties": {
+                 "query": {"type": "string", "description": "The SQL, e.g. SELECT name, sum(dur) AS total_ns FROM "
+                                                             "kernel GROUP BY 1 ORDER BY 2 DESC LIMIT 10"},
+                 "params": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]},
+                            "description": "Values of $name placeholders, bound by DuckDB."},
+                 "dialect": {"type": "string", "description": "The SQL's dialect (sqlite, postgres, spark, ...)."},
+                 "max_rows": {"type": "integer", "minimum": 1, "maximum": 100000,
+                              "description": f"Rows returned at most (default {SQL_ROW_CAP})."}}},
+             _sql),
+        Tool("analyze", "Why the GPU is idle, what synchronizes, what to fix first (`traceql analyze`): one "
+             "finding row per trace and rule (gpu_gaps, sync_calls, pageable_memcpy, sync_memcpy, sync_memset, "
+             "small_kernels, low_utilization, exposed_comm, iterations) with recoverable time, thresholds and "
+             "advice, and per rule its evidence rows ranked by recoverable time. Rules overlap: do not add "
+             "their times.",
+             {"type": "object", "additionalProperties": False, "properties": {
+                 "rules": {**NAMES, "description": "Only these rules; default: all."},
+                 "trace": TRACE,
+                 "params": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]},
+                            "description": "Rule thresholds, e.g. {\"min_gap_ns\": 500000}."},
+                 "limit": {"type": "integer", "minimum": 0,
+                           "description": f"Evidence rows per rule and trace (default {EVIDENCE_ROWS})."}}},
+             _analyze),
+    ]
+    return {t.name: t for t in tools}
+
+
+def call(db: Path, name: str, args: dict | None) -> tuple[dict | None, str, bool]:
+    """Run tool NAME with ARGS over workspace DB: (structured content, text, is_error). Every
+    failure is a one-line error text ('traceql: error: ...'), never an exception."""
+    import jsonschema
+
+    tools = _tools()
+    try:
+        if name not in tools:
+            raise UsageError(f"no tool {name!r}; tools: {', '.join(tools)}")
+        args = args or {}
+        try:
+            jsonschema.validate(args, tools[name].schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(map(str, exc.absolute_path))
+            raise UsageError(f"{name}: argument {where + ': ' if where else ''}{exc.message}") from None
+        out = tools[name].run(Path(db), args)
+    except TraceqlError as exc:
+        from .faults import printable
+
+        return None, f"traceql: error: {printable(str(exc))}", True
+    except Exception as exc:  # noqa: BLE001 - a tool error for the agent, the server stays up
+        from .faults import first_line
+
+        return None, f"traceql: error: {first_line(exc)}", True
+    text = out.pop("text")
+    return out, text, False
+
+
+def serve(db: Path) -> None:
+    """Serve the tools over stdio until the client closes the connection."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+
+    from . import __version__
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(tools=[types.Tool(name=t.name, description=t.description, input_schema=t.schema)
+                                            for t in _tools().values()])
+
+    async def call_tool(ctx, params):
+        structured, text, error = await anyio.to_thread.run_sync(call, db, params.name, params.arguments)
+        return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured,
+                                    is_error=error)
+
+    server = Server("traceql", version=__version__,
+                    instructions="traceql answers questions about GPU profiler traces (Nsight Systems, nvprof, "
+                                 "PyTorch profiler) ingested into one workspace: call traces first, schema before "
+                                 "writing SQL; times are integer nanoseconds.",
+                    on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def main():
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
