@@ -665,7 +665,7 @@ give times in ns; tables show readable units, or --unit.
 """
 
 
-ONE_ROW_PER_TRACE = ("rank", "clock")  # reports whose rows are traces: nothing pooled
+ONE_ROW_PER_TRACE = ("rank", "clock", "memory")  # reports whose rows are traces (or their GPUs): nothing pooled
 
 
 @cli.command(help=REPORT_HELP)

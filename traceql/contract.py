@@ -41,7 +41,9 @@ CHANGES = {
        "trace.source_format 'rocpd' (rocprofv3 databases: agents as devices, HIP calls as api_call) and "
        "'rocprof' (rocprof v1 results.db); "
        "hostile input: Kineto device ids beyond 32 bits and op sizes that are not counts (or FLOPs past 2**63-1) "
-       "are NULL with a warning",
+       "are NULL with a warning; "
+       "memory_event (allocations and frees with levels and ranges, Kineto profile_memory and nsys "
+       "--cuda-memory-usage)",
 }
 
 TABLE = "workspace_version"

@@ -48,7 +48,7 @@ from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exis
 # Adapter views each layout provides, in the order they are created. A layout folder
 # (schemas/nsys/<layout>/) may override any file of schemas/nsys/common/.
 ADAPTER_FILES = ("labels", "stacks", "mem_kind", "kernel", "api_call", "memcpy", "memset",
-                 "nvtx_event", "thread", "device", "graph", "host", "stats")
+                 "nvtx_event", "thread", "device", "graph", "host", "memory", "stats")
 
 # Contract tables filled from an adapter view, with the id column ingest numbers in
 # (ts, source row) order. kernel, memcpy and memset share one id space (gpu_op.op_id).
@@ -538,7 +538,7 @@ HOST_TABLES = ("sync_event", "osrt_call", "profiler_overhead", "gpu_metric")
 
 # What _fill and _ingest_one tell the progress display after the source tables are read.
 FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "graphs", "host", "call_stack",
-              "nvtx_mark", "nvtx_range", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
+              "nvtx_mark", "nvtx_range", "memory_event", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
               "device_busy", "unattributed_gpu", "op_stack", "diagnostics", "stored reports")
 
 
@@ -596,11 +596,19 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
         "CREATE TABLE raw.nvtx_stage AS "
         "SELECT i.range_id, e.* EXCLUDE (src_row, kind) "
         "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row")
-    _free_staging(con, keep=("nvtx_stage",))  # every source table has been read: memory for the rest
+    # allocations and frees, placed in ranges once nvtx_range holds them (schemas/derive/memory_event.sql)
+    con.execute("CREATE TABLE raw.memory_stage AS SELECT * FROM src_memory_event")
+    _free_staging(con, keep=("nvtx_stage", "memory_stage"))  # every source table has been read: memory for the rest
     con.execute(read_schema("derive/group_name.sql"))  # the macro nvtx_range.sql uses
     con.execute(read_schema("derive/nvtx_range.sql"))
     con.execute("INSERT INTO nvtx_range BY NAME SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range",
                 [trace_id])
+    _free_staging(con, keep=("memory_stage",))
+
+    step("memory_event")
+    con.execute("SET VARIABLE trace_id = ?", [trace_id])
+    con.execute(read_schema("derive/memory_event.sql"))
+    con.execute("INSERT INTO memory_event BY NAME SELECT * FROM derived_memory_event")
     _free_staging(con)
 
     derive(con, trace_id, step, families)

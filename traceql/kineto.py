@@ -67,6 +67,9 @@ ARGS_KEPT = frozenset((
     "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_runtime", "Runtime",
     "cuda_driver", "Driver", "cpu_op", "Operator", "user_annotation", "gpu_user_annotation", "cuda_sync",
 ))
+# The name of PyTorch's allocator events (profile_memory=True), whose args are kept whatever their
+# category: 'cpu_instant_event' in current writers, none in 2021's (schemas/kineto/common/memory.sql).
+MEMORY_EVENT = "[memory]"
 
 _RAW_EMPTY = msgspec.Raw()
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -365,7 +368,8 @@ def _batch(events: list, first_row: int) -> pa.Table:
          pid, pid_text, tid, tid_text,
          _raw_column([e.ts for e in events]), _raw_column([e.dur for e in events]),
          fid, fid_text, _text([e.bp for e in events]),
-         _raw_column([e.args if e.cat in ARGS_KEPT or e.ph == "M" else _RAW_EMPTY for e in events])],
+         _raw_column([e.args if e.cat in ARGS_KEPT or e.ph == "M" or e.name == MEMORY_EVENT else _RAW_EMPTY
+                      for e in events])],
         names=["src_row", "ph", "cat", "name", "pid", "pid_text", "tid", "tid_text", "ts", "dur",
                "id", "id_text", "bp", "args"])
 

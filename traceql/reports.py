@@ -42,6 +42,7 @@ REPORTS = {
     "clock": ("clock", {}),
     "gpu-trace": ("gpu_trace", {}),
     "api-trace": ("api_trace", {}),
+    "memory": ("memory", {}),
 }
 
 # The reports whose rows `--group` chooses, and what each can group by (the first: the default).
@@ -145,6 +146,12 @@ def empty_note(ws, by: str, trace_id: int | None = None) -> str | None:
             return (f"no PyTorch op ranges in {scope}: --by {by} needs the NVTX ranges of "
                     "torch.autograd.profiler.emit_nvtx() or nsys profile --pytorch=autograd-nvtx "
                     "(or PyProf markers); `traceql report --by range` shows the NVTX ranges there are")
+    if by == "memory":
+        n = ws.execute("SELECT count(*) FROM memory_event WHERE ? IS NULL OR trace_id = ?", [trace_id, trace_id]).fetchone()[0]
+        if n == 0:
+            scope = "this workspace" if trace_id is None else f"trace {trace_id}"
+            return (f"no memory allocations recorded in {scope}: --by memory needs a PyTorch profiler trace "
+                    "recorded with profile_memory=True or an nsys profile captured with --cuda-memory-usage=true")
     return None
 
 

@@ -10,7 +10,7 @@ from importlib import resources
 
 CONTRACT_TABLES = (
     "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset", "graph_exec", "graph_event",
-    "sync_event", "osrt_call", "profiler_overhead", "gpu_metric",
+    "sync_event", "osrt_call", "profiler_overhead", "gpu_metric", "memory_event",
     "nvtx_range", "nvtx_mark", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
     "device_busy", "unattributed_gpu", "call_stack", "op_stack", "ingest_stats",
 )
@@ -23,6 +23,7 @@ ROW_ORDER = {
     "memset": "trace_id, memset_id", "graph_exec": "trace_id, exec_row_id",
     "graph_event": "trace_id, graph_event_id", "sync_event": "trace_id, sync_id", "osrt_call": "trace_id, osrt_id",
     "profiler_overhead": "trace_id, ts, pid, tid, dur, name", "gpu_metric": "trace_id, device_id, ts, metric",
+    "memory_event": "trace_id, memory_event_id",
     "nvtx_range": "trace_id, range_id", "nvtx_mark": "trace_id, mark_id",
     "launch": "trace_id, op_id", "op_range": "trace_id, op_id, depth, range_id",
     "range_gpu": "trace_id, range_id", "torch_op": "trace_id, range_id", "kernel_op": "trace_id, kernel_id",

@@ -67,4 +67,28 @@ GROUP BY trace_id
 UNION ALL
 SELECT trace_id, 'kernel_op.dtype_from_kernel_names', count(*), 'info',
        'kernels whose op call has no dtype in the trace (emit_nvtx sizes): its dtype, and so its bytes, were inferred from kernel names'
-FROM kernel_op WHERE unit_kind = 'op' AND dtype IS NOT NULL GROUP BY trace_id;
+FROM kernel_op WHERE unit_kind = 'op' AND dtype IS NOT NULL GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'memory_event.free_without_allocation', count(*), 'info',
+       'frees of blocks whose allocation the capture does not hold (allocated before it began): left out of the '
+       || 'running-sum levels (memory_event.allocated), never making a level negative'
+FROM memory_event WHERE bytes < 0 AND address IS NOT NULL AND alloc_event_id IS NULL GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'memory_event.allocation_not_freed', count(*), 'info',
+       'allocations not freed within the capture (live at its end, or freed after it ended)'
+FROM memory_event WHERE bytes > 0 AND address IS NOT NULL AND free_event_id IS NULL GROUP BY trace_id
+UNION ALL
+SELECT trace_id, 'memory_event.without_address', count(*), 'info',
+       'allocations and frees without an address (PyTorch profiler traces before 2022): frees cannot be paired '
+       || 'with their allocations, so the live allocations at a peak are unknown; levels are the running sum of bytes'
+FROM memory_event WHERE address IS NULL GROUP BY trace_id
+UNION ALL
+-- the level before a device's first event: above zero only when frees without addresses outweighed
+-- the allocations before them (schemas/derive/memory_event.sql)
+SELECT trace_id, 'memory_event.held_before_capture', sum(held), 'info',
+       'bytes that frees without an address show were allocated before the capture began (all devices and '
+       || 'kinds): the running-sum levels (memory_event.allocated) start at this, not at zero'
+FROM (SELECT trace_id, arg_min(allocated - bytes, memory_event_id) AS held
+      FROM memory_event WHERE level_source = 'running_sum' AND address IS NULL
+      GROUP BY trace_id, device_id, mem_kind)
+WHERE held > 0 GROUP BY trace_id;

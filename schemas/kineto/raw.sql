@@ -6,7 +6,7 @@
 -- so each comes as the integer (a string of digits read as one) and, when it was a string, that
 -- string. ts and dur are the exact decimal text of the number (microseconds), args the JSON text
 -- of the arguments object ('' when absent; also '' for the categories whose args no adapter
--- reads, see traceql.kineto.ARGS_KEPT).
+-- reads, see traceql.kineto.ARGS_KEPT; the allocator events named [memory] keep theirs).
 CREATE TABLE kineto_event (
     src_row BIGINT, ph VARCHAR, cat VARCHAR, name VARCHAR,
     pid BIGINT, pid_text VARCHAR, tid BIGINT, tid_text VARCHAR,

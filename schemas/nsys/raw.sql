@@ -54,6 +54,12 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (
     graphNodeId BIGINT
 );
 
+-- CUDA memory allocations and frees (--cuda-memory-usage=true; schemas/nsys/common/memory.sql).
+CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (
+    start BIGINT, globalPid BIGINT, deviceId BIGINT, contextId BIGINT, address BIGINT, pc BIGINT,
+    bytes BIGINT, memKind BIGINT, memoryOperationType BIGINT, name VARCHAR, correlationId BIGINT
+);
+
 -- CUDA graphs (schemas/nsys/common/graph.sql). GRAPH_TRACE: one row per whole-graph execution
 -- under --cuda-graph-trace=graph (3.x). CUDA_GRAPH_EVENTS: graph creation, instantiation and
 -- clone events with graph ids in 3.x; in 2.9.1 it had the node layout (graphNodeId,
