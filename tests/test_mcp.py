@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import sqlite3
 import subprocess
@@ -21,7 +22,7 @@ import anyio  # noqa: E402 - with mcp
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
-TOOLS = {"traces", "schema", "report", "sql", "analyze"}
+TOOLS = {"traces", "schema", "report", "sql", "analyze", "diff"}
 
 
 def traceql(*args) -> str:
@@ -185,3 +186,17 @@ def test_analyze_equals_the_cli(ws):
     evidence = csv_rows(traceql("--db", str(ws), "analyze", "--rule", "gpu_gaps", "--format", "csv"))
     gaps = got["evidence"]["gpu_gaps"]
     assert gaps["row_count"] == len(evidence) and cells(gaps["rows"]) == evidence[:3]
+
+
+def test_diff_equals_the_cli(ws):
+    _, (same, changed, missing) = session(ws, [("diff", {"a": 1, "b": 1, "changed_only": False}),
+                                                ("diff", {"a": 1, "b": 1}), ("diff", {"a": 1, "b": 7})])
+    got = ok(same)
+    want = csv_rows(traceql("--db", str(ws), "diff", "1", "1", "--format", "csv"))
+    assert got["row_count"] == len(want) > 10 and len(got["rows"]) == 50
+    for mine, theirs in zip(cells(got["rows"]), want):  # float sums: DuckDB's parallel order moves the last bits
+        assert mine.keys() == theirs.keys()
+        for k in mine:
+            assert mine[k] == theirs[k] or math.isclose(float(mine[k]), float(theirs[k]), rel_tol=1e-12), k
+    assert got["summary"]["verdict"] == "no significant change"
+    assert ok(changed)["row_count"] == 0 and "--trace 7: no such trace" in one_line_error(missing)

@@ -1150,7 +1150,7 @@ def emit(table, fmt, output, unit=None, labels=None):
 def mcp_cmd(obj: Context):
     """Serve the workspace to an LLM agent: a Model Context Protocol server on stdio.
 
-    Tools: traces, schema, report, sql (read-only, no files of this machine) and analyze,
+    Tools: traces, schema, report, sql (read-only, no files of this machine), analyze and diff,
     each opening the workspace read-only per call (a re-ingest by another process is seen).
     Needs the mcp extra: pip install 'traceql[mcp]'. Register it with a client as the
     command `traceql --db WORKSPACE mcp` (README: "An agent's questions").

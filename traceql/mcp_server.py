@@ -10,6 +10,7 @@ Tools (TOOLS: name -> Tool, each with its JSON schema and a description):
   report   `traceql report --by ...` with trace, where, sort, limit, columns, group, range
   sql      `traceql sql`: read-only, no files of this machine, no extensions, a row cap
   analyze  `traceql analyze`: findings with thresholds, advice and evidence rows
+  diff     `traceql diff A B` over two trace ids of the workspace: verdict and changed rows
 
 A result is structured content ({"columns": [{"name", "type"}], "rows": [{...}], "row_count",
 "note"}, times in ns as the CLI's csv gives them) and a short text table; an error is a tool
@@ -29,6 +30,8 @@ from .errors import TraceqlError, UsageError
 SQL_ROW_CAP = 1000  # rows the sql tool returns at most (the note says how many there were)
 TEXT_ROWS = 20  # rows of the short text table beside the structured content
 EVIDENCE_ROWS = 5  # analyze: evidence rows per rule unless `limit` says otherwise
+DIFF_ROWS = 50  # diff: rows returned unless `limit` says otherwise
+DIFF_TEXT = ["section", "key", "verdict", "time_a_ns", "time_b_ns", "delta_pct", "q_value"]  # its text table
 
 
 @dataclass
@@ -146,6 +149,27 @@ def _analyze(db: Path, args: dict) -> dict:
     return findings
 
 
+def _diff(db: Path, args: dict) -> dict:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .diff import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, diff
+
+    # trace ids of this workspace only: a side given as a file would be read from this machine
+    result = diff(str(args["a"]), str(args["b"]), db, alpha=args.get("alpha", DEFAULT_ALPHA),
+                  min_effect_pct=args.get("min_effect_pct", DEFAULT_MIN_EFFECT_PCT))
+    rows = result.rows
+    if args.get("sections"):
+        rows = rows.filter(pc.is_in(rows.column("section"), value_set=pa.array(args["sections"], pa.string())))
+    if args.get("changed_only", True):
+        rows = rows.filter(pc.fill_null(rows.column("changed"), False))
+    out = _result(rows.slice(0, args.get("limit", DIFF_ROWS)), row_count=rows.num_rows)
+    out["summary"] = _jsonable([result.summary()])[0]
+    brief = _result(rows.slice(0, args.get("limit", DIFF_ROWS)).select(DIFF_TEXT), row_count=rows.num_rows)
+    out["text"] = f"verdict: {result.verdict}\n" + brief["text"]
+    return out
+
+
 TRACE = {"type": "integer", "description": "Only this trace id (see the traces tool); default: every trace."}
 NAMES = {"type": "array", "items": {"type": "string"}}
 
@@ -212,6 +236,24 @@ def _tools() -> dict[str, Tool]:
                  "limit": {"type": "integer", "minimum": 0,
                            "description": f"Evidence rows per rule and trace (default {EVIDENCE_ROWS})."}}},
              _analyze),
+        Tool("diff", "Compare two traces of the workspace, A (before) and B (after), as `traceql diff A B` "
+             "does: the verdict, the headline totals (iteration time, GPU operation time per iteration) and the "
+             "rows that changed beyond run-to-run noise (kernels, ops, NVTX ranges, API calls, copies, memsets; "
+             "a Benjamini-Hochberg q below alpha and at least min_effect_pct). Δ = B - A.",
+             {"type": "object", "required": ["a", "b"], "additionalProperties": False, "properties": {
+                 "a": {"type": "integer", "description": "Trace id of the before side (see the traces tool)."},
+                 "b": {"type": "integer", "description": "Trace id of the after side."},
+                 "alpha": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
+                           "description": "False discovery rate (default 0.01)."},
+                 "min_effect_pct": {"type": "number", "minimum": 0,
+                                    "description": "Smallest change in percent called a change (default 5)."},
+                 "sections": {"type": "array", "items": {"type": "string", "enum": [
+                     "total", "kernel", "op", "range", "range_gpu", "api", "memcpy", "memset"]},
+                     "description": "Only these sections."},
+                 "changed_only": {"type": "boolean", "description": "Only the changed rows (default true); "
+                                  "false: every row, as the CLI's csv."},
+                 "limit": {"type": "integer", "minimum": 0, "description": f"Rows at most (default {DIFF_ROWS})."}}},
+             _diff),
     ]
     return {t.name: t for t in tools}
 
