@@ -11,7 +11,7 @@ from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, re
 
 from .util import nsys_stub, trace_file
 
-LAYOUTS = ("nsys/legacy", "nsys/v2", "nsys/v3", "nvprof/v12", "rocpd/v3", "rocprof/v1")
+LAYOUTS = ("nsys/legacy", "nsys/v2", "nsys/v3", "nvprof/v12", "rocpd/v3", "rocprof/v1", "rpd/v2")
 ID_COLUMNS = dict(ID_TABLES)
 # adapter view -> contract table it fills
 FILLS = {"src_kernel": "kernel", "src_api_call": "api_call", "src_memcpy": "memcpy",

@@ -42,7 +42,7 @@ ROCPD_TABLE = re.compile(r"(rocpd_[a-z_]+?)_([0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}
 @dataclass
 class Detected:
     path: Path
-    source_format: str                      # 'nsys', 'nvprof', 'kineto', 'rocpd' or 'rocprof'
+    source_format: str                      # 'nsys', 'nvprof', 'kineto', 'rocpd', 'rocprof' or 'rpd'
     layout: str                             # e.g. 'nsys/v3'
     schema_version: str | None = None
     exporter_version: str | None = None
@@ -281,6 +281,10 @@ def detect(path: str | os.PathLike) -> Detected:
     rocpd = _rocpd(path, names, tables)
     if rocpd is not None:
         return rocpd
+
+    # rocmProfileData (rpd_tracer): the older rocpd schema, plain table names (no guid suffix)
+    if {"rocpd_op", "rocpd_api", "rocpd_api_ops", "rocpd_string"} <= set(tables):
+        return Detected(path, "rpd", "rpd/v2", schema_version=None, exporter_version=None, tables=tables)
 
     # rocprof (v1) results.db: its HIP/OPS/COPY tables with BeginNs/EndNs (KERN is a name list)
     if {"OPS", "HIP"} <= set(tables) and {"BeginNs", "EndNs", "Index"} <= set(tables["OPS"]):
