@@ -234,3 +234,22 @@ def test_report_cli(ws):
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == "trace_id,device,peak_bytes,peak_at_ns,iteration,reserved_bytes,holder,live_bytes,allocations,pct"
     assert lines[1].startswith(f"{ids['bert']},0,101305344,") and ",ProfilerStep#6,121634816,[before the capture],91360768,," in lines[1]
+
+
+def test_plot_by_memory(ws, walks, tmp_path):
+    """plot --by memory draws each GPU's levels: the figure's solid line of GPU 0 peaks at the
+    walk's peak, and the PNG is written."""
+    pytest.importorskip("matplotlib")
+    w, ids, _ = ws
+    for name in ("bert", "resnet_a"):
+        out = tmp_path / f"{name}.png"
+        fig = w.plot("memory", out, trace_id=ids[name])
+        assert out.stat().st_size > 10_000
+        ax = fig.axes[0]
+        solid = [line for line in ax.get_lines() if line.get_label().startswith("GPU 0 allocated")]
+        assert len(solid) == 1
+        unit = ax.get_ylabel()
+        scale = {"(GB)": 1e9, "(MB)": 1e6}[unit.split()[-1]]
+        assert max(solid[0].get_ydata()) * scale == pytest.approx(walks[name][2][0][0], rel=1e-12)
+    with pytest.raises(traceql.errors.UsageError, match="one trace"):
+        w.plot("memory", tmp_path / "all.png")

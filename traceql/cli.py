@@ -1037,9 +1037,10 @@ def pa_strings(values):
 
 
 @cli.command()
-@click.option("--by", "by", type=click.Choice(["range", "kernel", "op"]), default="range", show_default=True,
+@click.option("--by", "by", type=click.Choice(["range", "kernel", "op", "memory"]), default="range", show_default=True,
               help="range: CPU, kernel and memcpy time per NVTX range name; kernel: GPU time per kernel; "
-                   "op: forward and backward GPU time per PyTorch op.")
+                   "op: forward and backward GPU time per PyTorch op; memory: each GPU's allocated and reserved "
+                   "memory over time (a line chart, one trace).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="The image: .png, .svg or .pdf (the extension picks the format); --overwrite replaces it.")
 @click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")

@@ -6,7 +6,9 @@ inside it (queries/range.sql), as totals or per instance; stacked, one bar per n
 CPU time outside synchronization, synchronization, kernel and memcpy time end to end (the
 figure's own layout: one step's parts add up). --by kernel ranks kernels by GPU
 time, --by op PyTorch ops by forward and backward GPU time. Bars are horizontal so that long
-names stay readable; names longer than a label's width are cut with an ellipsis.
+names stay readable; names longer than a label's width are cut with an ellipsis. --by memory is
+a line chart instead: each GPU's allocated (and reserved) device memory over time, as steps
+(queries/memory_levels.sql), with the iterations (ProfilerStep ranges) marked.
 
 matplotlib is an optional dependency (`pip install 'traceql[plot]'`). Figures are built with
 the Agg canvas, never pyplot, so plotting works without a display and leaves no global state.
@@ -88,6 +90,14 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
                          "picks the ranges themselves")
     figure_cls, canvas_cls = _matplotlib()
     ws.check_trace(trace_id)
+    if by == "memory":
+        if ranged is not None or stat != "total" or skip_first or stacked:
+            raise UsageError("--range, --stat, --skip-first and --stacked apply to the bar charts, not to --by memory")
+        fig = _memory_figure(ws, trace_id, title, figure_cls, canvas_cls)
+        if output is not None:
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(output, dpi=150, bbox_inches="tight")
+        return fig
     extra = {"skip_first": skip_first, "stacked": stacked} if by == "range" else {}
     chart = builders[by](ws, trace_id=trace_id, match=list(match or ()), domain=domain, stat=stat, limit=limit,
                          ranged=ranged, **extra)
@@ -110,6 +120,7 @@ def available() -> dict:
     out = {"range": _range_chart, "kernel": _kernel_chart}
     if "op" in REPORTS:
         out["op"] = _op_chart
+    out["memory"] = _memory_figure
     return out
 
 
@@ -234,6 +245,67 @@ def _range_options(ranged) -> dict:
     if ranged is None:
         return {}
     return {"range": list(ranged.names) or None, "range_match": list(ranged.words) or None}
+
+
+def _memory_figure(ws, trace_id, title, figure_cls, canvas_cls):
+    """Each GPU's allocated and reserved device memory of one trace over time, iterations marked."""
+    from . import library
+
+    if trace_id is None:
+        ids = ws.trace_ids()
+        if len(ids) != 1:
+            raise UsageError("--by memory draws one trace: choose it with --trace ID")
+        trace_id = ids[0]
+    q = library.get("memory_levels")
+    rows = ws.execute(q.sql, library.bind(q, {"trace_id": trace_id})).to_arrow_table().to_pylist()
+    levels = [r for r in rows if r["kind"] == "level"]
+    if not levels:
+        raise UsageError(f"nothing to plot: no GPU memory allocations recorded in trace {trace_id} (a PyTorch "
+                         "profiler trace recorded with profile_memory=True, or nsys --cuda-memory-usage=true)")
+    top = max(max(r["allocated"], r["reserved"] or 0) for r in levels)
+    unit, scale = _byte_unit(top)
+    t_unit, t_scale = _unit(max(r["at_ns"] for r in rows) or 1)
+    fig = figure_cls(figsize=(11, 4.5))
+    canvas_cls(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    colors = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+    for i, device in enumerate(sorted({r["device_id"] for r in levels})):
+        mine = [r for r in levels if r["device_id"] == device]
+        xs = [r["at_ns"] / t_scale for r in mine]
+        color = colors[i % len(colors)]
+        peak = max(mine, key=lambda r: r["allocated"])
+        ax.step(xs, [r["allocated"] / scale for r in mine], where="post", color=color, linewidth=1.2,
+                label=f"GPU {device} allocated (peak {_bytes(peak['allocated'])})")
+        if any(r["reserved"] is not None for r in mine):
+            ax.step(xs, [(r["reserved"] or 0) / scale for r in mine], where="post", color=color, linewidth=1,
+                    linestyle="--", label=f"GPU {device} reserved")
+        ax.plot([peak["at_ns"] / t_scale], [peak["allocated"] / scale], marker="o", color=color, markersize=4)
+    for r in rows:
+        if r["kind"] == "iteration":
+            ax.axvline(r["at_ns"] / t_scale, color="#bbbbbb", linewidth=0.8, zorder=0)
+            ax.text(r["at_ns"] / t_scale, 1.0, " " + r["name"], transform=ax.get_xaxis_transform(), fontsize=7,
+                    color="#666666", va="top", ha="left", rotation=90)
+    ax.set_ylim(0, top / scale * 1.1)
+    ax.set_xlabel(f"time since the trace's start ({t_unit})")
+    ax.set_ylabel(f"device memory ({unit})")
+    ax.grid(axis="y", color="#dddddd", linewidth=0.8)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.set_title("GPU memory over time: allocated (solid), reserved by the allocator (dashed) where recorded; "
+                 "grey lines start iterations", fontsize=10, loc="left", color="#333333")
+    fig.suptitle(title or _trace_label(ws, trace_id), fontsize=13, x=0.02, ha="left", fontweight="bold")
+    fig.tight_layout()
+    return fig
+
+
+def _byte_unit(n: float) -> tuple[str, float]:
+    return next((u, f) for u, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("bytes", 1)) if n >= f or f == 1)
+
+
+def _bytes(n: float) -> str:
+    unit, scale = _byte_unit(n)
+    return f"{n / scale:.3g} {unit}"
 
 
 def _trace_label(ws, trace_id) -> str:
