@@ -19,6 +19,7 @@
 -- column max_bytes: largest memset in bytes
 -- column gb_per_s: throughput, total_bytes / total_ns (bytes per ns = GB/s with 1 GB = 1e9 bytes)
 -- label pct: Time(%) of all memsets
+-- label gb_per_s: GB/s
 -- label range_pct: Range(%) of its GPU time
 WITH input AS (
     SELECT *

@@ -88,7 +88,7 @@ def test_reports_and_shared_options(db, tmp_path):
     assert float(memcpy[0]["gb_per_s"]) == pytest.approx(int(memcpy[0]["total_bytes"]) / int(memcpy[0]["total_ns"]))
 
     table = run(db, "report", "--by", "device", "--unit", "us")
-    assert "Busy(%) of trace span" in table and "busy_us" in table and "1,615.7" in table
+    assert "Busy(%) of trace span" in table and "busy us" in table and "1,615.7" in table
 
     for by in ("api", "memset", "gpu", "stream", "thread", "launch", "range"):
         assert json.loads(run(db, "report", "--by", by, "--format", "json")), by

@@ -203,3 +203,274 @@ def test_no_lock_file_left_behind(tmp_path):
     code, text = in_terminal(100, "--db", db, "sql", "--write", "CREATE TABLE notes AS SELECT 1 AS x")
     assert code == 0, text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ws.duckdb"]
+
+
+# ------------------------------------------------------------------------------ shortened names
+
+def source_kernel_names(path) -> list[str]:
+    """The distinct kernel names of a shared trace, read from the file itself (sqlite3 or json),
+    not through traceql."""
+    import sqlite3
+
+    if path.name.endswith((".json", ".json.gz")):
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            doc = json.load(fh)
+        events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+        return sorted({e["name"] for e in events if isinstance(e, dict) and str(e.get("cat", "")).lower() == "kernel"
+                       and isinstance(e.get("name"), str)})
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con.text_factory = lambda b: b.decode("utf-8", "replace")
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+            return []
+        cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+        strings = "StringIds" if "StringIds" in tables else "StringTable"
+        key = "id" if strings == "StringIds" else "_id_"
+        text = "value" if strings == "StringIds" else "value"
+        column = next(c for c in ("demangledName", "name", "shortName") if c in cols)
+        return sorted({r[0] for r in con.execute(
+            f"SELECT DISTINCT s.{text} FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN {strings} s ON s.{key} = k.{column}")
+            if r[0]})
+    finally:
+        con.close()
+
+
+def shared_traces() -> list:
+    if not TRACES.exists():
+        return []
+    return sorted(p for p in TRACES.rglob("*") if p.is_file() and p.name.endswith(
+        (".sqlite", ".nvvp", ".sql", ".json", ".json.gz")) and "negative" not in p.parts[-2])
+
+
+@pytest.mark.skipif(not TRACES.exists(), reason="../shared/traces not present (third-party traces are not part "
+                                                "of the repository)")
+def test_shortened_names_stay_distinct_on_every_shared_trace():
+    """Issue 35: at 80 and 100 columns three different vectorized_elementwise_kernel names of the
+    TorchRec trace printed alike. On every shared trace, the kernel names shortened to any room a
+    table at 80, 100 or 120 columns gives them (20 columns up) stay as many as the names, each
+    within the room."""
+    from traceql.render import shorten_distinct, text_width
+
+    checked = 0
+    for path in shared_traces():
+        try:
+            names = source_kernel_names(path)
+        except (ValueError, OSError, UnicodeError, Exception) as exc:  # noqa: BLE001 - a file of another shape
+            if "sqlite" in type(exc).__module__ or isinstance(exc, (ValueError, OSError, UnicodeError)):
+                continue
+            raise
+        if len(names) < 2:
+            continue
+        checked += 1
+        for room in range(20, max(WIDTHS) + 1):
+            out = shorten_distinct(names, room)
+            assert all(text_width(o) <= room for o in out), (path.name, room)
+            assert len(set(out)) == len(names), (path.name, room, sorted(
+                o for o in out if out.count(o) > 1)[:2])
+    assert checked >= 15, checked
+
+
+@pytest.mark.parametrize("cols", WIDTHS)
+def test_kernel_report_names_apart_in_a_terminal(cols, tmp_path_factory):
+    """The TorchRec trace's kernel report as a person sees it: every kernel a line of its own
+    name, no two alike, nothing wider than the terminal."""
+    src = trace_file("kineto-hta-torchrec-a100-rank0/rank0.json.gz")
+    db = tmp_path_factory.getbasetemp() / "torchrec.duckdb"
+    if not db.exists():
+        traceql.ingest([src], db=db)
+    with traceql.open(db) as ws:
+        names = [n for n in ws.report("kernel").column("name").to_pylist() if n]
+    code, text = in_terminal(cols, "--db", db, "report", "--by", "kernel")
+    assert code == 0, text
+    assert not too_wide(text, cols)
+    lines = text.splitlines()
+    shown = [line for line in lines if line and not line.startswith(" ") and line not in ("name",)
+             and not line.startswith(("-", f"{len(names)} rows"))]
+    if len(shown) != len(names):  # names inline, after the numbers
+        shown = [re.split(r"\s{2,}", line.strip())[-1] for line in lines[2:2 + len(names)]]
+    assert len(shown) == len(names) and len(set(shown)) == len(names)
+
+
+# ------------------------------------------------------------------------------ help, queries, schema, info
+
+COMMANDS = ("", "ingest", "report", "summary", "sql", "query", "queries", "schema", "info", "export", "analyze",
+            "diff", "plot", "reports", "rm", "upgrade")
+
+
+@pytest.mark.parametrize("cols", WIDTHS)
+def test_help_fits_the_terminal(cols):
+    """Every command's --help is wrapped by click at the terminal's width (no pre-wrapped text
+    broken mid-word), and `report --help` lists every --by value on a line of its own."""
+    from traceql.reports import REPORTS
+
+    for command in COMMANDS:
+        code, text = in_terminal(cols, *([command] if command else []), "--help")
+        assert code == 0, (command, text)
+        assert not too_wide(text, cols), (command, too_wide(text, cols)[:2])
+    code, text = in_terminal(cols, "report", "--help")
+    listed = [line.split()[1] for line in text.splitlines() if line.startswith("  --by ") and len(line.split()) > 2
+              and line.split()[1] in REPORTS]
+    assert listed == list(REPORTS)
+    if cols >= 100:  # wider than click's 80 by default: the paragraphs use the room
+        assert max(len(line) for line in text.splitlines()) > 90
+
+
+@pytest.mark.parametrize("cols", WIDTHS)
+def test_queries_schema_info_reports_wrap(unrelated, cols):
+    for args in (["queries"], ["schema"], ["schema", "kernel"], ["--db", unrelated, "info"], ["reports", "op"],
+                 ["query", "jobs", "--db", unrelated]):
+        code, text = in_terminal(cols, *args)
+        assert code == 0, (args, text)
+        assert not too_wide(text, cols), (args, too_wide(text, cols)[:2])
+    code, text = in_terminal(cols, "--db", unrelated, "info")
+    assert "  GPUs     0-7 NVIDIA H100 80GB HBM3 (8)" in text  # nvfuser's eight GPUs on one line
+    assert "format   PyTorch profiler (Kineto), " in text  # not 'kineto PyTorch profiler (Kineto)'
+    # wrapped lines keep a count with its view: 'nvtx_range 639' never split
+    rows = " ".join(" ".join(text.split("  rows     ")[1].split("\n")[0:3]).split())
+    assert "nvtx_range 639," in rows or "nvtx_range 0," in rows
+
+
+def test_pipes_get_lines_whole(unrelated):
+    """Into a pipe (no terminal, no $COLUMNS) nothing is wrapped: one line per column of schema."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run([sys.executable, "-m", "traceql", "schema", "kernel"], capture_output=True, text=True,
+                         cwd=REPO, env={**env, "PYTHONPATH": str(REPO)}).stdout
+    from traceql.resources import contract_docs
+
+    assert len(out.strip().splitlines()) == 1 + len(contract_docs()["kernel"].columns)
+
+
+# ------------------------------------------------------------------------------ tables
+
+QWEN = "kineto-tracelens-h100-qwen0.5b/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
+
+
+@pytest.fixture(scope="module")
+def qwen(tmp_path_factory):
+    db = tmp_path_factory.mktemp("qwen") / "ws.duckdb"
+    traceql.ingest([trace_file(QWEN)], db=db)
+    return db
+
+
+@pytest.fixture(scope="module")
+def cs336(tmp_path_factory):
+    db = tmp_path_factory.mktemp("cs336") / "ws.duckdb"
+    traceql.ingest([trace_file(CS336)], db=db)
+    return db
+
+
+def header_cells(lines: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of each word group of a line: the cells of a table line (2+ spaces apart)."""
+    return [(m.start(), m.end()) for m in re.finditer(r"\S+(?: \S+)*", lines)]
+
+
+@pytest.mark.parametrize("cols", WIDTHS)
+def test_op_report_scales_flops_and_bytes(qwen, cols):
+    """`report --by op` printed 'flops 1,929,646,350,336'; tables scale FLOPs and bytes like
+    copies ('5.52 TFLOP', '9.08 GB'), csv keeps the exact integers."""
+    from traceql.render import human_bytes, human_flops
+
+    with traceql.open(qwen) as ws:
+        rows = ws.report("op").to_pylist()
+    costed = [r for r in rows if r["flops"]]
+    assert costed
+    code, text = in_terminal(cols, "--db", qwen, "report", "--by", "op")
+    assert code == 0, text
+    assert not too_wide(text, cols)
+    for r in costed:
+        assert human_flops(r["flops"]) in text and human_bytes(r["bytes"]) in text
+        assert f"{r['flops']:,}" not in text
+    assert re.search(r"\d(\.\d+)? TFLOP", text) and re.search(r"\d(\.\d+)? GB", text)
+    csv_text = subprocess.run([sys.executable, "-m", "traceql", "--db", str(qwen), "report", "--by", "op",
+                               "--format", "csv"], capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
+    assert str(costed[0]["flops"]) in csv_text  # exact, for machines
+    header = text.split("---")[0].split()
+    assert "flops" in header and {"kernels", "per", "call"} <= set(header)
+    assert "kernels_per_call" not in text  # headers are words
+
+
+@pytest.mark.parametrize("cols", WIDTHS)
+def test_range_rows_stand_under_their_headers(cs336, qwen, cols):
+    """`report --by range` at 80 columns split a row's numbers onto a second line under a second
+    header line, not in the places of the first; the [unattributed] row's empty cells put its
+    numbers under the wrong headers. The lines of numbers now form a grid: every number ends
+    where a header word ends, the k-th number of a row's second line under the k-th of its
+    first, and no place is empty (a missing number is '-')."""
+    for db in (cs336, qwen):
+        with traceql.open(db) as ws:
+            columns = len(ws.report("range").column_names) - 1  # the numbers: every column but the name
+        code, text = in_terminal(cols, "--db", db, "report", "--by", "range")
+        assert code == 0, text
+        assert not too_wide(text, cols)
+        lines = text.splitlines()
+        rule = next(i for i, line in enumerate(lines) if line.startswith("---"))
+        if lines[0].startswith("name"):  # one line per row: every row has every number
+            continue
+        head_ends = {e for line in lines[1:rule] for _, e in header_cells(line)}
+        rows, row = [], None
+        for line in lines[rule + 1:-1]:
+            if not line.startswith(" "):
+                row = []
+                rows.append(row)
+            elif row is not None:
+                row.append([e for _, e in header_cells(line)])
+        assert rows
+        for numbers in rows:
+            assert sum(len(band) for band in numbers) == columns, numbers  # no empty place
+            for band in numbers:
+                assert set(band) <= head_ends  # each number under a header word
+                assert band == numbers[0][:len(band)]  # the grid: same places as the first line
+
+
+def test_unattributed_row_shows_dashes(qwen):
+    code, text = in_terminal(120, "--db", qwen, "report", "--by", "range")
+    line = next(line for line in text.splitlines() if line.startswith("[unattributed]")
+                or "[unattributed]" in line)
+    assert code == 0
+    with traceql.open(qwen) as ws:
+        row = next(r for r in ws.report("range").to_pylist() if r["name"] == "[unattributed]")
+    missing = sum(v is None for k, v in row.items() if k != "name")
+    assert missing and (line + " ").count(" - ") >= missing or text.split("[unattributed]")[1].count(" -") >= missing
+
+
+# ------------------------------------------------------------------------------ small things, continued
+
+def test_summary_prints_times_as_reports_do(qwen):
+    """summary printed '4.0084ms' and '17.000us' (nvprof's five digits) for microsecond Kineto
+    values where report printed '4.01 ms': both print the report's way now."""
+    from traceql.render import human_ns
+
+    with traceql.open(qwen) as ws:
+        s = ws.summary(limit=3)
+        kernels = {r["name"]: r for r in ws.report("gpu").to_pylist()}
+    code, text = in_terminal(120, "--db", qwen, "summary", "--limit", "3")
+    assert code == 0, text
+    assert not re.search(r"\d(ms|us|ns|s)\b", text)  # never '4.0084ms': a space before the unit
+    for r in s.rows.to_pylist():
+        for key in ("total_ns", "avg_ns", "min_ns", "max_ns"):
+            assert human_ns(r[key]) in text
+        if r["name"] in kernels:
+            assert human_ns(kernels[r["name"]]["total_ns"]) in text
+
+
+def test_ingest_says_what_a_capture_without_cuda_missed(tmp_path):
+    srcs = [trace_file("centerformer-tensorrt-nvtx-only-nsys2022.4/poolformer.sqlite"),
+            trace_file("cudaq-vqe-8xh100-nsys2023.4/report1.sqlite"),
+            trace_file(UNRELATED[1])]
+    code, text = in_terminal(120, "--db", tmp_path / "ws.duckdb", "ingest", *srcs)
+    assert code == 0, text
+    blocks = re.split(r"\n(?=(?:added|replaced) trace )", text)
+    assert "note: no CUDA API calls and no GPU work: the file was captured without CUDA tracing" in \
+        " ".join(blocks[0].split()) and "nsys profile -t cuda,nvtx" in blocks[0]
+    assert "note: CUDA API calls but no kernel, copy or memset" in " ".join(blocks[1].split())
+    assert "note:" not in blocks[2]  # the mock export has kernels
+
+
+def test_demo_ends_on_summary_and_a_report():
+    recipe = (REPO / "Makefile").read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    commands = [line.strip() for line in recipe.splitlines()[1:] if line.strip()]
+    assert " summary" in commands[-2] and " report --by " in commands[-1]

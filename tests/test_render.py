@@ -13,7 +13,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from traceql.render import (Layout, human_bytes, human_ns, humanize, in_unit, render, shorten_distinct,
+from traceql.render import (Layout, human_bytes, human_flops, human_ns, humanize, in_unit, render, shorten_distinct,
                             shorten_middle, short_float, text_width)
 from traceql.results import tidy, tidy_reader, unique_names
 
@@ -173,7 +173,12 @@ def test_numbers_for_people():
     assert in_unit(1_500, "us") == "1.5" and in_unit(1_841_630_798, "ns") == "1,841,630,798"
     t = humanize(pa.table({"gb_per_s": [8.54618], "calls": [12345], "trace_id": [12345], "avg_ns": [1_234_567.0]}),
                  unit="ms")
-    assert t.to_pylist() == [{"gb_per_s": "8.55", "calls": "12,345", "trace_id": 12345, "avg_ms": "1.235"}]
+    # headers in words (issue 35): no snake_case in tables for people
+    assert t.to_pylist() == [{"gb per s": "8.55", "calls": "12,345", "trace id": 12345, "avg ms": "1.235"}]
+    t = humanize(pa.table({"flops": [1_929_646_350_336], "bytes": [36_834_117_288], "tflops": [623.4]}))
+    assert t.to_pylist() == [{"flops": "1.93 TFLOP", "bytes": "36.8 GB", "tflops": "623"}]
+    assert [human_flops(v) for v in (0, 999, 2_381_322_112, 5.5e17)] == ["0 FLOP", "999 FLOP", "2.38 GFLOP",
+                                                                         "550 PFLOP"]
 
 
 # ------------------------------------------------------------------------------ machine formats

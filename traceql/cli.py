@@ -14,8 +14,8 @@ from .errors import InputError, TraceqlError, UsageError
 from .faults import printable
 from .jobs import pooling_warning, split_note
 from .progress import for_stderr
-from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary
-from .reports import REPORTS, empty_note, report_query
+from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary, source_label
+from .reports import REPORTS, blurb, empty_note, report_query
 from .resources import view_docs
 
 # Imported where a command needs them, so that the others start faster: traceql.ingest
@@ -75,6 +75,40 @@ def tell(message: str) -> None:
     from .render import _fill, terminal_width
 
     click.echo(_fill(f"traceql: {message}", terminal_width(sys.stderr), "  "), err=True)
+
+
+def say(text: str, indent: int = 2) -> None:
+    """A line for people on stdout, wrapped to the terminal's width ($COLUMNS, else the
+    terminal's; into a pipe as it is), the lines after the first indented by `indent`; a NUL
+    is a space that never breaks ('kernel\0' '17,032' stays on one line)."""
+    from .render import hang, terminal_width
+
+    click.echo(hang(text, None if wide() else terminal_width(sys.stdout), indent).replace("\0", " "))
+
+
+def shown_path(path: str, before: int) -> str:
+    """A path on a line after `before` columns of text: shortened in the middle (its file name
+    kept) to fit a terminal; whole into a pipe."""
+    from .render import shorten_middle, terminal_width
+
+    width = None if wide() else terminal_width(sys.stdout)
+    return path if width is None or before + len(path) <= width else shorten_middle(path, width - before)
+
+
+def gpu_list(gpus: list[str]) -> str:
+    """'0 NVIDIA H100 80GB HBM3, 1 NVIDIA H100 80GB HBM3, ...' as '0-7 NVIDIA H100 80GB HBM3 (8)'
+    when consecutive GPUs share a model."""
+    runs: list[list] = []  # [first id, last id, model]
+    for g in gpus:
+        head, _, model = g.partition(" ")
+        if head.isdigit() and runs and runs[-1][2] == model and runs[-1][1] == int(head) - 1:
+            runs[-1][1] = int(head)
+        elif head.isdigit():
+            runs.append([int(head), int(head), model])
+        else:
+            runs.append([None, None, g])
+    return ", ".join(model if a is None else f"{a} {model}" if a == b else f"{a}-{b} {model} ({b - a + 1})"
+                     for a, b, model in runs)
 
 
 def say_wait(message: str) -> None:
@@ -198,7 +232,10 @@ def table_width(out=None) -> int | None:
     return terminal_width(sys.stdout, wide())
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+HELP_WIDTH = 120  # help is wrapped at the terminal's width, up to this many columns
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": HELP_WIDTH})
 @click.option("--db", type=click.Path(path_type=Path), default=None, help=DB_HELP)
 @click.option("--queries", "queries", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
               help=QUERIES_HELP)
@@ -262,7 +299,6 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
     plug-ins (--flops, $TRACEQL_FLOPS; README, "Custom FLOPs"): ingest a file again to apply
     a changed plug-in.
 
-    \b
     Each trace's host, rank, local rank and world size are read from what the file records
     (nsys: the profiled machine's Hostname and the profiled process's environment, RANK,
     OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID ...; Kineto: distributedInfo), else from its
@@ -281,7 +317,7 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
     for r in results:
         verb = "replaced" if r.replaced else "added"
         det = r.detected
-        source = " ".join(filter(None, (det.source_format, det.exporter_version)))
+        source = source_label(det.source_format, det.exporter_version)
         version = f"{source} schema {det.schema_version}" if det.schema_version else f"{source}, no schema version"
         click.echo(f"{verb} trace {r.trace_id}: {printable(str(r.path))} "
                    f"({version}, layout {det.layout}) in {r.seconds:.2f} s")
@@ -294,6 +330,8 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
             click.echo("  " + printable(r.identity.line()))
         for w in r.warnings:
             click.echo(f"  warning: {printable(w)}")
+        if hint := r.capture_hint():
+            click.echo(f"  note: {hint}")
     click.echo(f"workspace: {obj.db}")
 
 
@@ -302,7 +340,6 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
 def upgrade(obj: Context):
     """Bring a workspace written by an older traceql to this version's contract.
 
-    \b
     A workspace records the contract version (views, columns, attribution rules) its rows were
     computed under; every other command refuses an older one (exit 6) and says so. upgrade
     rewrites it in a temporary copy that replaces it only when everything succeeded, keeping
@@ -343,12 +380,13 @@ def info(obj: Context, fmt):
     if not rows:
         click.echo(f"{obj.db}: no traces yet")
     for r in rows:
-        click.echo(f"trace {r['trace_id']}: {printable(r['path'])}")
-        click.echo(printable(f"  format   {r['source_format']} {r['exporter_version'] or '(version not recorded)'}, "
-                             f"{'schema ' + r['schema_version'] if r['schema_version'] else 'no schema version'} "
-                             f"(layout {r['layout']})"))
+        say(f"trace {r['trace_id']}: {shown_path(printable(r['path']), len(str(r['trace_id'])) + 8)}", 2)
+        version = source_label(r["source_format"], r["exporter_version"] or "(version not recorded)")
+        say(printable(f"  format   {version}, "
+                      f"{'schema ' + r['schema_version'] if r['schema_version'] else 'no schema version'} "
+                      f"(layout {r['layout']})"), 11)
         if r["host"]:
-            click.echo(f"  host     {printable(r['host'])} ({r['host_source']})")
+            say(f"  host     {printable(r['host'])} ({r['host_source']})", 11)
         if r["rank"] is not None or r["world_size"] is not None:
             given = [(text, source) for text, value, source in (
                 (str(r["rank"]), r["rank"], r["rank_source"]), (f"of {r['world_size']}", r["world_size"],
@@ -359,17 +397,17 @@ def info(obj: Context, fmt):
                 line += f" ({given[0][1]})"
             else:
                 line = ", ".join(f"{text} ({source})" for text, source in given)
-            click.echo(f"  rank     {'unknown, ' if r['rank'] is None else ''}{line}")
-        click.echo(f"  GPUs     {printable(', '.join(r['gpus'])) or 'none'}")
+            say(f"  rank     {'unknown, ' if r['rank'] is None else ''}{line}", 11)
+        say(f"  GPUs     {printable(gpu_list(r['gpus'])) or 'none'}", 11)
         if r["start_ts"] is None:
-            click.echo("  span     none: the export holds no event with a time (no kernels, copies, API calls "
-                       "or NVTX ranges)")
+            say("  span     none: the export holds no event with a time (no kernels, copies, API calls "
+                "or NVTX ranges)", 11)
         else:
-            click.echo(f"  span     {human_ns(r['duration'])} from ts {r['start_ts']} to {r['end_ts']} "
-                       f"({r['clock']} clock)")
-        click.echo("  rows     " + ", ".join(f"{k} {v:,}" for k, v in r["counts"].items()))
+            say(f"  span     {human_ns(r['duration'])} from ts {r['start_ts']} to {r['end_ts']} "
+                f"({r['clock']} clock)", 11)
+        say("  rows     " + ", ".join(f"{k}\0{v:,}" for k, v in r["counts"].items()), 11)
         for w in r["warnings"]:
-            click.echo(f"  warning  {printable(w)}")
+            say(f"  warning  {printable(w)}", 11)
 
 
 @cli.command("rm")
@@ -391,10 +429,11 @@ def rm(obj: Context, trace_ids):
 
 SQL_HELP = """Run SQL over the workspace and print the result.
 
-\b
 The SQL comes from the QUERY argument, from -f FILE, or from standard input
 (QUERY or FILE '-', or no QUERY with input piped in), e.g.
-  traceql sql "SELECT name, sum(dur) FROM kernel GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
+
+\b
+  traceql sql "SELECT name, sum(dur) FROM kernel GROUP BY name LIMIT 5"
   traceql sql -f top.sql --param n=5          (top.sql: ... LIMIT $n)
   traceql sql --dialect sqlite -f nsys_style.sql
 
@@ -502,16 +541,16 @@ def queries_cmd(obj: Context, name, queries):
         raise UsageError(f"no query {name!r}; queries: {', '.join(lib)}")
     for q in ([lib[name]] if name else lib.values()):
         origin = f" [{q.origin}]" if q.origin else ""
-        click.echo(printable(f"{q.name}: {q.description}{origin}"))
+        say(printable(f"{q.name}: {q.description}{origin}"), 2)
         for p, doc in q.params.items():
-            click.echo(printable(f"  --param {p}: {doc}"))
+            say(printable(f"  --param {p}: {doc}"), 4)
         if name:
             click.echo("")
             click.echo("\n".join(printable(line) for line in q.sql.rstrip().splitlines()))
     if name is None:
         click.echo("")
-        click.echo(f"{len(lib)} queries; `traceql queries NAME` shows one with its SQL, "
-                   "`traceql query NAME --param k=v` runs it")
+        say(f"{len(lib)} queries; `traceql queries NAME` shows one with its SQL, "
+            "`traceql query NAME --param k=v` runs it", 0)
 
 
 @cli.command("query")
@@ -572,7 +611,6 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, align_cl
     """Write every contract view as a CSV or Parquet file, for pandas, polars or Spark; or
     a timeline for ui.perfetto.dev and chrome://tracing (--format perfetto).
 
-    \b
     The timeline: NVTX ranges and CUDA API calls on their CPU threads, kernels, copies and
     memsets on their GPU and stream, arrows from each launching call to its GPU work.
     --start/--end keep the events that overlap the window (whole, not clipped), so a
@@ -631,26 +669,7 @@ def export(obj: Context, fmt, out_dir, trace_id, per_trace, start, end, align_cl
 REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one row per group.
 
 \b
---by kernel  kernels by name (--with-dims: and grid/block size), like nvprof's GPU activities
---by api     CUDA runtime/driver API calls by name (no _vNNNN suffix), like nvprof's API calls
---by memcpy  copies by direction, with bytes and throughput (GB/s = bytes per ns)
---by memset  memsets by memory kind, with bytes and throughput
---by gpu     kernels, copies and memsets together (nvprof's GPU activities)
---by stream  GPU work per stream, with busy time (overlap counted once)
---by device  GPU work per GPU, with busy time and its share of the trace span
---by thread  API calls per CPU thread and the GPU work they launched
---by launch  per kernel name: launch call time, queue delay, kernel time
---by range   NVTX ranges: CPU time, the GPU work launched inside them and synchronization time
-             (--spread: min/median/max/stddev per instance; --skip-first N: without warm-up)
---by op      PyTorch ops: forward and backward GPU time, FLOPs, TFLOP/s, roofline efficiency
---by kernel-op  one row per kernel with its PyTorch op, PyProf's table: its eight columns
-                (-c all: every column, -c picks), --width N like prof -w N
---by layer   GPU work per PyProf 'layer:' NVTX annotation, forward and backward
---by breakdown  per GPU: the trace span split into compute, exposed communication, memory, idle
---by gpu-trace  one row per kernel, copy and memset in time order (nvprof --print-gpu-trace)
---by api-trace  one row per API call in time order (nvprof --print-api-trace)
---by source  GPU time per code line behind it (PyProf trace markers, PyTorch profiler stacks,
-             CUDA backtraces): innermost frame of the user's code, or --group stack
+BY_LIST
 
 --range NAME (or --range-match WORD) keeps the work launched inside those NVTX ranges, by any
 thread of their process, each operation once, and adds range_pct, its share of the ranges' GPU
@@ -665,11 +684,19 @@ give times in ns; tables show readable units, or --unit.
 """
 
 
+def _by_list() -> str:
+    """Every --by value on a line of its own, with its one-line description."""
+    pad = max(len(n) for n in REPORTS) + len("--by ")
+    return "\n".join(f"{'--by ' + n:<{pad}}  {blurb(n)}" for n in REPORTS)
+
+
+REPORT_HELP = REPORT_HELP.replace("BY_LIST", _by_list())
 ONE_ROW_PER_TRACE = ("rank", "clock", "memory")  # reports whose rows are traces (or their GPUs): nothing pooled
 
 
 @cli.command(help=REPORT_HELP)
-@click.option("--by", "by", type=click.Choice(list(REPORTS)), required=True, help="What to report on.")
+@click.option("--by", "by", type=click.Choice(list(REPORTS)), required=True, metavar="NAME",
+              help="What to report on: one of the --by values above.")
 @click.option("--trace", "trace_id", type=int, default=None, help="Only this trace id.")
 @click.option("--per-trace", is_flag=True, help="Split rows by trace (a trace_id column; % and --limit per trace).")
 @click.option("--where", "where", default=None, metavar="EXPR",
@@ -678,7 +705,7 @@ ONE_ROW_PER_TRACE = ("rank", "clock", "memory")  # reports whose rows are traces
                    "e.g. \"name LIKE '%gemm%' AND dur > 10000\".")
 @click.option("--sort", default=None, metavar="COLUMN[:asc|:desc]",
               help="Order by this column of the report, named as in csv output (avg_ns) or as the table header "
-                   "shows it (avg, avg_ms, Time(%)); numbers descending, text ascending by default.")
+                   "shows it (avg, 'avg ms', Time(%)); numbers descending, text ascending by default.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows (per trace with --per-trace).")
 @click.option("-c", "--columns", default=None, metavar="COL,COL",
               help="Only these columns, in this order (names as for --sort).")
@@ -820,17 +847,18 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompu
 
 ANALYZE_HELP = """Why the GPU is idle, what synchronizes, what to fix first.
 
-\b
 Runs the rules of the query library's analyze/ folder (traceql queries analyze/RULE shows one):
-  gpu_gaps         GPU idle gaps and why the next work came late (host, sync, launch, gpu_wait)
+
+\b
+  gpu_gaps         GPU idle gaps and why the next work came late
   sync_calls       synchronizing calls and the GPU idle time after each
-  pageable_memcpy  async copies from pageable host memory (they run synchronously)
+  pageable_memcpy  async copies from pageable memory (they run synchronously)
   sync_memcpy      synchronous host-device copies
   sync_memset      synchronous memsets of pinned or managed memory
   small_kernels    kernels shorter than their launch call (launch overhead)
   low_utilization  chunks of a GPU's time with low time utilization
   exposed_comm     communication kernels no computation overlapped
-  iterations       iterations (ProfilerStep, a repeating NVTX range, kernel pace) and their spread
+  iterations       iterations (ProfilerStep, a repeated range), their spread
 
 Each finding comes with evidence rows (the gaps, calls, copies, kernels or windows, with the
 NVTX range and thread they happened in) ranked by recoverable time, the time it cost; rules
@@ -1071,7 +1099,6 @@ def plot(obj: Context, by, output, trace_id, match, domain, skip_first, stacked,
          range_words):
     """Draw a report as a bar chart (needs matplotlib: pip install 'traceql[plot]').
 
-    \b
     --by range: per NVTX range name, its CPU time (the ranges' durations) next to the GPU
     kernel time and memcpy time of the work launched inside it, at any depth, like the
     K-FAC profiling figure; --match fwd --match bwd picks ranges, as in `report --by range`.
@@ -1099,12 +1126,12 @@ def reports_cmd(name):
     names = list(REPORTS) if name is None else [name]
     for n in names:
         q = report_query(n)
-        click.echo(f"{n}: {q.description}")
-        click.echo(f"  input view (--where): {q.input}")
+        say(f"{n}: {q.description}", 2)
+        say(f"  input view (--where): {q.input}", 4)
         width = max(len(c.name) for c in q.columns.values())
         for c in q.columns.values():
             cond = "" if not c.when else (f" [without {c.when[4:]}]" if c.when.startswith("not ") else f" [with {c.when}]")
-            click.echo(f"  {c.name:<{width}}  {c.doc}{cond}")
+            say(f"  {c.name:<{width}}  {c.doc}{cond}", 2 + width + 2)
         click.echo("")
 
 
@@ -1169,11 +1196,11 @@ def mcp_cmd(obj: Context):
 def schema(view):
     """Describe the contract views: every column with its DuckDB type and description."""
     for name, doc in view_docs(view).items():
-        click.echo(f"{name}: {doc.doc}")
+        say(f"{name}: {doc.doc}", 2)
         width = max(len(c.name) for c in doc.columns)
         type_width = max(len(c.type) for c in doc.columns)
         for c in doc.columns:
-            click.echo(f"  {c.name:<{width}}  {c.type:<{type_width}}  {c.doc}")
+            say(f"  {c.name:<{width}}  {c.type:<{type_width}}  {c.doc}", 2 + width + 2 + type_width + 2)
         click.echo("")
 
 

@@ -75,6 +75,23 @@ class IngestResult:
     seconds: float = 0.0
     identity: ranks.Identity | None = None  # host, rank, local rank, world size and where each came from
 
+    def capture_hint(self) -> str | None:
+        """What a trace without GPU work was probably captured without, for people: None when
+        it holds kernels, copies or memsets."""
+        c = self.counts
+        if any(c.get(v) for v in ("kernel", "memcpy", "memset")):
+            return None
+        fmt = self.detected.source_format
+        if fmt == "kineto":
+            return ("no GPU events (kernels, copies, memsets): was the PyTorch profiler run without "
+                    "ProfilerActivity.CUDA in its activities?")
+        if c.get("api_call"):
+            return ("CUDA API calls but no kernel, copy or memset: the program ran no GPU work while it "
+                    "was profiled")
+        tool = "nsys profile -t cuda,nvtx" if fmt == "nsys" else "nvprof (without --profile-api-trace none)"
+        return (f"no CUDA API calls and no GPU work: the file was captured without CUDA tracing (NVTX or "
+                f"OS tracing only?); `{tool}` records kernels, copies and memsets")
+
 
 _MEMORY_SIZE = re.compile(r"\s*\d+(\.\d+)?\s*(B|[KMGT]i?B|%)?\s*", re.I)
 

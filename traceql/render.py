@@ -205,6 +205,47 @@ def shorten_distinct(texts: list[str], width: int) -> list[str]:
             first = max((_common_prefix(t, o) for o in others if o != t), default=0)
             if width >= 20 and t.isascii():
                 out[i] = _keep_difference(t, width, first)
+    return _settle(out, texts, width)
+
+
+def _collisions(out: list[str], texts: list[str]) -> list[list[int]]:
+    """Groups of indexes whose shortened texts are alike although the texts differ."""
+    groups: dict[str, list[int]] = {}
+    for i, o in enumerate(out):
+        groups.setdefault(o, []).append(i)
+    return [m for m in groups.values() if len({texts[i] for i in m}) > 1]
+
+
+def _around(text: str, width: int, first: int) -> str:
+    """text in `width` columns (ASCII): a little of its head, as much as fits from just
+    before index `first` on, and a little of its tail."""
+    head, tail = min(8, width // 5), min(6, width // 6)
+    window = width - head - tail - 2
+    start = max(head, first - 2)
+    if start + window >= len(text) - tail:  # the window reaches the tail: one cut only
+        return text[:head] + ELLIPSIS + text[len(text) - (width - head - 1):]
+    return text[:head] + ELLIPSIS + text[start:start + window] + ELLIPSIS + text[len(text) - tail:]
+
+
+def _settle(out: list[str], texts: list[str], width: int) -> list[str]:
+    """The texts still alike after shortening kept apart: each shows the stretch from where it
+    first differs from the others of its group; texts alike even so are numbered ('#2')."""
+    for group in _collisions(out, texts):
+        for i in group:
+            t = texts[i]
+            if width >= 20 and t.isascii() and out[i] != t:
+                first = max(_common_prefix(t, texts[j]) for j in group if texts[j] != t)
+                out[i] = _around(t, width, first)
+    left = sorted({i for group in _collisions(out, texts) for i in group if out[i] != texts[i]},
+                  key=lambda i: texts[i])
+    if left:  # numbered within the texts that shorten alike ('#' and up to 3 digits)
+        room = max(width - 5, 1)
+        bases: dict[str, list[int]] = {}
+        for i in left:
+            bases.setdefault(shorten_middle(texts[i], room), []).append(i)
+        for base, members in bases.items():
+            for k, i in enumerate(members, start=1):
+                out[i] = f"{base} #{k}"
     return out
 
 
@@ -323,7 +364,7 @@ class Layout:
             if bands[-1] and span([self.fixed_width[j] for j in bands[-1] + [i]]) > inner:
                 bands.append([])
             bands[-1].append(i)
-        self.bands = [b for b in bands if b]
+        self.bands = _grid(self, [b for b in bands if b], inner, span)
         self._headers()
 
     def _headers(self) -> None:
@@ -398,6 +439,26 @@ class Layout:
             for b, band in enumerate(self.bands):
                 indent = self.indent or (INDENT if b else "")
                 yield indent + SEP.join(_pad(cells[i][r], self.fixed_width[i], self.rights[i]) for i in band).rstrip()
+
+
+def _grid(layout: Layout, bands: list[list[int]], inner: int, span) -> list[list[int]]:
+    """The bands of numbers as a grid: as few bands as fit, the columns shared out evenly
+    (the last band the shortest), and the k-th column of every band as wide as the widest of
+    them, so that each number of a row's second line stands under its own header, in the
+    same place as the one above it."""
+    if len(bands) < 2:
+        return bands
+    numbers = [i for band in bands for i in band]
+    for count in range(len(bands), len(numbers) + 1):
+        per = -(-len(numbers) // count)
+        grid = [numbers[k:k + per] for k in range(0, len(numbers), per)]
+        widths = [max(layout.fixed_width[band[j]] for band in grid if j < len(band)) for j in range(per)]
+        if span(widths) <= inner:
+            for band in grid:
+                for j, i in enumerate(band):
+                    layout.fixed_width[i] = widths[j]
+            return grid
+    return bands
 
 
 def _quartile3(cells: list[str]) -> int:
@@ -610,6 +671,23 @@ def human_bytes(n) -> str:
     return f"{n} B"  # not reached
 
 
+def human_flops(n) -> str:
+    """A count of floating-point operations with decimal prefixes: 1.93 TFLOP, 2.38 GFLOP."""
+    if n is None:
+        return "-"
+    a = abs(n)
+    if a < 1_000:
+        return f"{n:.0f} FLOP" if isinstance(n, float) else f"{n} FLOP"
+    for unit, scale in (("kFLOP", 1e3), ("MFLOP", 1e6), ("GFLOP", 1e9), ("TFLOP", 1e12), ("PFLOP", 1e15)):
+        if a < scale * 1_000 or unit == "PFLOP":
+            text = _sig3(n / scale)
+            if text is not None:
+                return f"{text} {unit}"
+            if unit == "PFLOP":
+                return f"{n / scale:,.0f} PFLOP"
+    return f"{n} FLOP"  # not reached
+
+
 def short_float(value) -> str | None:
     """A ratio or rate (GB/s, TFLOP/s) to three significant digits: 8.55, 0.00229, 1,234."""
     if value is None:
@@ -635,15 +713,19 @@ def in_unit(ns, unit: str) -> str | None:
 
 def humanize(table, unit: str | None = None, labels: dict | None = None):
     """For people: *_ns columns as readable durations ('1.23 ms') named without the suffix,
-    or, with unit, as numbers in that unit named *_<unit>; *_bytes columns as '1.05 MB';
+    or, with unit, as numbers in that unit named *_<unit>; bytes and *_bytes columns as
+    '1.05 MB', flops and *_flops as '1.93 TFLOP' (csv and json keep the exact counts);
     percentages (pct, *_pct) to two decimals; other fractional numbers to three significant
-    digits; counts with thousands separators; headers from labels where given."""
+    digits; counts with thousands separators; headers from labels where given, else the
+    column's name in words ('cpu total', 'avg ms': no underscores in tables for people)."""
     import pyarrow as pa
 
     labels = labels or {}
     fields, columns = [], []
     for name, col in zip(table.column_names, table.columns):
         header = labels.get(name)
+        if header is None and "_" in name and not name.endswith("_ns"):  # 'cpu total', not 'cpu_total'
+            header = name.replace("_", " ")
         kind = col.type
         number = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
         if name.endswith("_ns") and number:
@@ -651,10 +733,14 @@ def humanize(table, unit: str | None = None, labels: dict | None = None):
             if unit is None:
                 col, shown = pa.array([None if v is None else human_ns(v) for v in values], pa.string()), name[:-3]
             else:
-                col, shown = pa.array([in_unit(v, unit) for v in values], pa.string()), f"{name[:-3]}_{unit}"
+                col, shown = pa.array([in_unit(v, unit) for v in values], pa.string()), f"{name[:-3]} {unit}"
+            shown = shown.replace("_", " ")
             fields.append(pa.field(header or shown, pa.string(), metadata=_RIGHT))
-        elif name.endswith("_bytes") and number:
+        elif (name == "bytes" or name.endswith("_bytes")) and number:
             col = pa.array([None if v is None else human_bytes(v) for v in col.to_pylist()], pa.string())
+            fields.append(pa.field(header or name, pa.string(), metadata=_RIGHT))
+        elif (name == "flops" or name.endswith("_flops")) and number:
+            col = pa.array([None if v is None else human_flops(v) for v in col.to_pylist()], pa.string())
             fields.append(pa.field(header or name, pa.string(), metadata=_RIGHT))
         elif (name == "pct" or name.endswith("_pct")) and pa.types.is_floating(kind):
             col = pa.array([None if v is None else f"{v:.2f}" for v in col.to_pylist()], pa.string())
@@ -756,8 +842,27 @@ def _fill(text: str, width: int | None, indent: str) -> str:
                          break_on_hyphens=False)
 
 
+def hang(text: str, width: int | None, indent: int) -> str:
+    """text wrapped to width (None: as it is) at spaces, lines after the first indented by
+    `indent` spaces (at most half the width); a word longer than a line is left whole."""
+    if width is None or text_width(text) <= width:
+        return text
+    import textwrap
+
+    indent = min(indent, width // 2)
+    return textwrap.fill(text, width, subsequent_indent=" " * indent, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def source_label(source_format: str | None, exporter_version: str | None) -> str:
+    """'nsys 2025.1.3.140', 'PyTorch profiler (Kineto)': the format's name once."""
+    if exporter_version and source_format and source_format.lower() in exporter_version.lower():
+        return exporter_version
+    return " ".join(v for v in (source_format, exporter_version) if v)
+
+
 def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
-    version = " ".join(v for v in (t["source_format"], t["exporter_version"]) if v)
+    version = source_label(t["source_format"], t["exporter_version"])
     bullet = "- " if fmt == "markdown" else "  "
     head, path = f"trace {t['trace_id']}: ", clean_text(t["path"])
     if width is not None and text_width(head + path) > width:  # the file's name kept, the middle of its folder cut

@@ -48,6 +48,41 @@ REPORTS = {
 # The reports whose rows `--group` chooses, and what each can group by (the first: the default).
 GROUPINGS = {"range": ("group", "name", "path"), "source": ("frame", "stack")}
 
+# One line each for `traceql report --help` (at most 60 characters, so that every --by value
+# fits one line of an 80-column terminal); `traceql reports NAME` documents the report whole.
+BLURBS = {
+    "kernel": "kernels by name, like nvprof's GPU activities",
+    "api": "CUDA runtime/driver API calls by name (no _vNNNN suffix)",
+    "memcpy": "copies by direction, with bytes and throughput (GB/s)",
+    "memset": "memsets by memory kind, with bytes and throughput",
+    "gpu": "kernels, copies and memsets together",
+    "stream": "GPU work per stream, with busy time (overlap once)",
+    "device": "GPU work per GPU, busy time and its share of the span",
+    "thread": "API calls per CPU thread and the GPU work they launched",
+    "launch": "per kernel name: launch call time, queue delay",
+    "range": "NVTX ranges: CPU, GPU and sync time (--spread, --skip-first)",
+    "op": "PyTorch ops: forward/backward GPU time, FLOPs, roofline",
+    "kernel-op": "per kernel its PyTorch op: PyProf's table (-c all, --width)",
+    "layer": "GPU work per PyProf 'layer:' annotation, fwd and bwd",
+    "breakdown": "per GPU: compute, exposed communication, memory, idle",
+    "gpu-trace": "each kernel, copy, memset in time order (--print-gpu-trace)",
+    "api-trace": "each API call in time order (nvprof --print-api-trace)",
+    "source": "GPU time per line of the user's code behind it",
+    "rank": "the ranks of a job side by side, one row per trace",
+    "collective": "collectives matched across ranks: who arrived last",
+    "straggler": "NVTX ranges compared across ranks: the slowest rank",
+    "clock": "how the traces' clocks line up (skew between hosts)",
+    "memory": "each GPU's peak memory and who holds it at the peak",
+}
+
+
+def blurb(by: str) -> str:
+    """The report in one line of at most 60 characters (BLURBS, else its query's description cut)."""
+    if by in BLURBS:
+        return BLURBS[by]
+    text = report_query(by).description.split(":", 1)[-1].strip()
+    return text if len(text) <= 60 else text[:59].rstrip() + "…"
+
 
 def report_query(by: str) -> library.Query:
     if by not in REPORTS:
@@ -182,8 +217,8 @@ def _compute(ws, q, bound: dict, where: str | None, ranged_by: str | None = None
 
 def header_aliases(columns: list[str], labels: dict[str, str]) -> dict[str, str]:
     """What tables print as headers, mapped to the columns, so that --sort and -c take both:
-    'avg' and 'avg_ms' (--unit ms) for avg_ns, a label ('Time(%) of all kernels', or its
-    first words 'Time(%)') for pct; keys in lower case."""
+    'avg' and 'avg_ms' or 'avg ms' (--unit ms) for avg_ns, 'cpu total' for cpu_total_ns, a label
+    ('Time(%) of all kernels', or its first words 'Time(%)') for pct; keys in lower case."""
     out: dict[str, str] = {}
     for c in columns:
         if c.endswith("_ns"):
@@ -192,6 +227,8 @@ def header_aliases(columns: list[str], labels: dict[str, str]) -> dict[str, str]
         if c in labels:
             out.setdefault(labels[c].lower(), c)
             out.setdefault(labels[c].split(" of ")[0].strip().lower(), c)
+    for key, c in list(out.items()) + [(c.lower(), c) for c in columns]:  # as tables print them: 'avg ms', 'cpu total'
+        out.setdefault(key.replace("_", " "), c)
     return {k: v for k, v in out.items() if k not in columns}
 
 
