@@ -81,7 +81,7 @@ def error_of(proc) -> str:
      "see traceql schema kernel)"),
     ("SELECT * FROM zzz",
      "SQL: no view zzz; views: trace, device, thread, api_call, kernel, memcpy, memset, graph_exec, graph_event, "
-                                   "sync_event, osrt_call, profiler_overhead, gpu_metric, nvtx_range, nvtx_mark, "),
+                                   "sync_event, osrt_call, profiler_overhead, gpu_metric, memory_event, nvtx_range, nvtx_mark, "),
     ("DROP TABLE kernel",
      "SQL: DROP TABLE is not a query: it can change the workspace or write files; add --write to run it"),
     ("SELECT 1 FROM kernel WHERE ts > AND",
