@@ -1278,11 +1278,10 @@ def _hide_numpy() -> None:
     numpy hidden; `plot` (matplotlib needs numpy) lifts this before anything imports pyarrow.
     Never done when main() is called from Python, whose process may use numpy.
 
-    pandas likewise: DuckDB's Python module tries `import pandas` on every statement given
-    parameters (twice), an import of pandas when it is installed (0.3 s) and a search of
-    sys.path each time when it is not (0.5 ms: a quarter of an ingest's statements' Python
-    time on a small export). No command hands pandas objects around."""
-    for name in ("numpy", "pandas"):
+    pandas is not hidden: pyarrow's pandas shim takes a None in sys.modules for the module
+    itself and fails (AttributeError on __version__) when it converts a timestamp
+    (`sql "SELECT to_timestamp(1e12)"` was an internal error)."""
+    for name in ("numpy",):
         if name not in sys.modules and "pyarrow" not in sys.modules:
             sys.modules[name] = None  # `import numpy` raises ImportError
 
