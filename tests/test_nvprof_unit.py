@@ -88,8 +88,9 @@ def test_short_name(name, short):
 # ------------------------------------------------------------------ callback-id tables
 
 def cbid_tables() -> dict[str, dict[int, str]]:
-    tables = dict(_data_tables("nvprof"))
-    return {api: dict(zip(tables[f"src_cbid_{api}"]["cbid"].to_pylist(), tables[f"src_cbid_{api}"]["name"].to_pylist()))
+    # _data_tables gives each CSV as (table name, ((column, type, values), ...))
+    tables = {name: {col: values for col, _type, values in columns} for name, columns in _data_tables("nvprof")}
+    return {api: dict(zip(tables[f"src_cbid_{api}"]["cbid"], tables[f"src_cbid_{api}"]["name"]))
             for api in ("runtime", "driver")}
 
 
