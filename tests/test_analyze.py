@@ -299,7 +299,7 @@ def test_cli(fixture, tmp_path):
              "--param", "min_gap_ns=1000").stdout.splitlines()
     assert md[0] == f"## trace 1 (span 50 us): {fixture[0]}"
     assert "### 1. `gpu_gaps`: 12 gaps, recoverable 25 us (50.00% of the trace span)" in md
-    head = md.index("| at | gap | cause | range_path |")
+    head = md.index("| at | gap | cause | range path |")
     assert md[head + 2] == "| 35 us | 5.55 us | host | step 3 |"
     assert "10 more: `traceql analyze --rule gpu_gaps --format csv`" in md
     quiet = run("analyze", "--db", str(db), "--rule", "gpu_gaps").stdout  # default 1 ms: none of these
