@@ -139,7 +139,7 @@ def test_export_writes_every_view_with_all_rows(tmp_path, fmt):
         assert sorted(f.name for f in files) == sorted(
             f"{v}.{fmt}" for v in ("trace", "device", "thread", "api_call", "kernel", "memcpy", "memset",
                                    "graph_exec", "graph_event", "sync_event", "osrt_call", "profiler_overhead",
-                                   "gpu_metric", "nvtx_range", "nvtx_mark", "launch", "op_range",
+                                   "gpu_metric", "memory_event", "nvtx_range", "nvtx_mark", "launch", "op_range",
                                    "range_gpu", "torch_op", "kernel_op", "device_peak", "device_busy", "unattributed_gpu",
                                    "call_stack", "op_stack", "ingest_stats", "gpu_op"))
         for f in files:
@@ -147,7 +147,7 @@ def test_export_writes_every_view_with_all_rows(tmp_path, fmt):
             n = ws.sql(f"SELECT count(*) AS n FROM {f.stem}").to_pylist()[0]["n"]
             assert table.num_rows == n, f.name
         per = ws.export(tmp_path / "per", fmt, per_trace=True)
-        assert len(per) == 2 * 27
+        assert len(per) == 2 * 28
         kernels_1 = pq.read_table(tmp_path / "per" / "trace_1" / f"kernel.{fmt}") if fmt == "parquet" \
             else pacsv.read_csv(tmp_path / "per" / "trace_1" / f"kernel.{fmt}")
         assert kernels_1.num_rows == 5 and set(kernels_1.column("trace_id").to_pylist()) == {1}
