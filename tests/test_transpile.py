@@ -46,6 +46,12 @@ def test_every_library_query_translates_but_the_documented_gaps():
     ("SELECT CAST(NULL AS HUGEINT) AS h", "SELECT CAST(NULL AS DECIMAL(38, 0)) AS h"),
     ("WITH k AS MATERIALIZED (SELECT dur FROM kernel) SELECT count(*) AS n FROM k",
      "WITH k AS (SELECT kernel.dur AS dur FROM kernel AS kernel) SELECT COUNT(*) AS n FROM k AS k"),
+    # Spark's LISTAGG(DISTINCT) WITHIN GROUP fails beside COUNT(DISTINCT) or under FILTER
+    ("SELECT count(DISTINCT dur) AS n, string_agg(DISTINCT name, ', ' ORDER BY name) FILTER (WHERE dur > 1) AS s"
+     " FROM kernel",
+     "SELECT COUNT(DISTINCT kernel.dur) AS n, CASE WHEN SIZE(COLLECT_SET(kernel.name) FILTER(WHERE kernel.dur > 1))"
+     " > 0 THEN ARRAY_JOIN(ARRAY_SORT(COLLECT_SET(kernel.name) FILTER(WHERE kernel.dur > 1)), ', ') END AS s"
+     " FROM kernel AS kernel"),
 ])
 def test_rewrites(duckdb_sql, spark_sql):
     assert to_spark(duckdb_sql) == spark_sql

@@ -8,6 +8,9 @@ DuckDB's NULLS LAST default made explicit where Spark's differs, ...). Where the
 the same syntax different meanings, the tree is rewritten first so that Spark computes what
 DuckDB computes (each rule below says which difference it removes):
 
+- `string_agg(DISTINCT x, sep ORDER BY x)` becomes `array_join(array_sort(collect_set(x)), sep)`
+  (NULL when there is no value): Spark 4.0's LISTAGG(DISTINCT) WITHIN GROUP fails beside another
+  DISTINCT aggregate or under FILTER.
 - `a / b` is a DOUBLE in DuckDB whatever the operands (a DECIMAL in Spark when one is a decimal,
   as `100.0 * total_ns` is): the dividend is cast to DOUBLE.
 - `round(x, d)` of a DOUBLE is DuckDB's `round(x * 10^d) / 10^d` in binary floating point, where
@@ -91,6 +94,8 @@ def _to_spark(sql: str) -> tuple[str, frozenset[str]]:
             node.set("materialized", None)
         elif isinstance(node, exp.DataType) and node.this in (exp.DataType.Type.INT128, exp.DataType.Type.UINT128):
             node.replace(exp.DataType.build("DECIMAL(38, 0)"))
+    for agg in list(tree.find_all(exp.GroupConcat)):
+        _distinct_string_agg(agg)
     # innermost first: a rewritten node's parents are rewritten after it
     for node in reversed(list(tree.walk())):
         if isinstance(node, exp.Div) and not node.args.get("typed"):
@@ -229,6 +234,30 @@ class _FloatTyper:
                 if projection.alias_or_name == name:
                     return self.is_float(projection)
         return False
+
+
+def _distinct_string_agg(agg: exp.GroupConcat) -> None:
+    """string_agg(DISTINCT x, sep ORDER BY x) [FILTER (WHERE c)] as
+    CASE WHEN size(s) > 0 THEN array_join(array_sort(s), sep) END with s = collect_set(x) [FILTER ...]:
+    Spark 4.0's LISTAGG(DISTINCT ...) WITHIN GROUP fails with a ClassCastException beside another
+    DISTINCT aggregate or under FILTER. Other string_agg forms stay LISTAGG."""
+    order = agg.this if isinstance(agg.this, exp.Order) else None
+    values = order.this if order is not None else agg.this
+    if not isinstance(values, exp.Distinct) or len(values.expressions) != 1:
+        return
+    value = values.expressions[0]
+    if order is not None and (len(order.expressions) != 1 or order.expressions[0].this != value
+                              or order.expressions[0].args.get("desc")):
+        return
+    target = agg.parent if isinstance(agg.parent, exp.Filter) else agg
+    items = exp.Anonymous(this="collect_set", expressions=[value.copy()])
+    if target is not agg:
+        items = exp.Filter(this=items, expression=target.expression.copy())
+    sep = agg.args.get("separator") or exp.Literal.string(",")
+    joined = exp.Anonymous(this="array_join", expressions=[
+        exp.Anonymous(this="array_sort", expressions=[items.copy()]), sep.copy()])
+    nonempty = exp.GT(this=exp.Anonymous(this="size", expressions=[items]), expression=exp.Literal.number(0))
+    target.replace(exp.Case(ifs=[exp.If(this=nonempty, true=joined)]))
 
 
 def _round_as_duckdb(node: exp.Round) -> None:
