@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: demo test bench bench-scaling bench-small bench-kineto bench-spark fuzz clean
+.PHONY: demo test docs bench bench-scaling bench-small bench-kineto bench-spark fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# Write the generated references docs/commands.md (every command's --help) and docs/contract.md
+# (schemas/contract); tests/test_docs.py fails when the committed files differ.
+docs: $(STAMP)
+	$(PY) docs/generate.py
 
 # Ingest 300 damaged copies of the real exports in ../shared/traces through the CLI, run 200
 # hostile `traceql sql` queries and 100 workspace faults; every one must be a clean result or a

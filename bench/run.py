@@ -979,10 +979,6 @@ def render(results: list[dict], meta: dict) -> str:
             + ".")
     add("")
     add(BASELINE_NOTES)
-    analysis = Path(__file__).resolve().parent / "ANALYSIS.md"
-    if analysis.exists():
-        add("")
-        add(analysis.read_text().rstrip())
     return "\n".join(L) + "\n"
 
 

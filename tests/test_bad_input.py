@@ -1,4 +1,4 @@
-"""The catalog of bad inputs and faults (README, "Bad input and faults"): each case with
+"""The catalog of bad inputs and faults (docs/errors.md, "Bad input and faults"): each case with
 its documented behaviour. Cases already covered elsewhere are named here and not repeated:
 
   missing path, a directory, text / random bytes / empty / JSON   test_detect.py (API) + below (CLI)
@@ -912,7 +912,7 @@ def interrupt_after(args, seconds, **kw):
 
 def test_ctrl_c_during_a_query_exits_130(workspace):
     """Ctrl-C while DuckDB runs a statement was 'internal error: RuntimeError: Query
-    interrupted', exit 1; README promises 130."""
+    interrupted', exit 1; docs/errors.md promises 130."""
     code, out, err = interrupt_after(["--db", str(workspace), "sql",
                                       "SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3"], 3.0)
     assert code == 130, err

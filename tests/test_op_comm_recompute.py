@@ -1,6 +1,6 @@
 """`report --by op` on training traces: communication kernels are never an op's compute, forward
 ops recomputed by activation checkpointing are flagged and shown apart, and kernels outside
-every op are split by reason (issue 31, items 3-5; the rules are in README.md).
+every op are split by reason (issue 31, items 3-5; the rules are in docs/pytorch.md).
 
 Real traces (../shared/traces): the DDP ResNet of HTA's NCCL data (all-reduces launched from
 AccumulateGrad), TorchRec rank 0 (all-to-alls, no collective names in its args) and the NCCL

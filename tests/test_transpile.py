@@ -9,7 +9,7 @@ import pytest
 from traceql import library
 from traceql.transpile import UntranslatableError, to_spark
 
-# The documented gaps (README, "Beyond one machine"): nothing else may fail to translate.
+# The documented gaps (docs/spark.md): nothing else may fail to translate.
 GAPS = {
     "analyze/exposed_comm": "ASOF JOIN", "analyze/gpu_gaps": "ASOF JOIN", "analyze/low_utilization": "ASOF JOIN",
     "analyze/sync_calls": "ASOF JOIN", "memory": "ASOF JOIN", "timeline": "to_json()",
