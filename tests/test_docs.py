@@ -143,3 +143,23 @@ def test_readme_commands_are_real_commands():
         assert prefix is not None and (prefix or not path), f"README: `traceql {' '.join(path)}` is not a traceql command"
         proc = subprocess.run([sys.executable, "-m", "traceql", *prefix, "--help"], capture_output=True, text=True)
         assert proc.returncode == 0, f"traceql {' '.join(prefix)} --help: {proc.stderr}"
+
+
+def test_paths_named_in_the_docs_exist():
+    """Every repository path README.md and docs/*.md name in backticks (`schemas/...`, `queries/...`,
+    `tests/...`, ...) exists, so that moving or renaming a file cannot leave the docs pointing at
+    nothing. `<name>` and `*` are wildcards; bench/data/ is made by the benchmarks."""
+    roots = ("traceql/", "schemas/", "queries/", "tests/", "bench/", "fixtures/", "docs/")
+    bad, seen = [], 0
+    for md in _markdown_files():
+        if md.name in ("commands.md", "contract.md"):
+            continue  # generated from the sources they name
+        for path in re.findall(r"`([A-Za-z_][\w./*<>-]*)`", md.read_text()):
+            if not path.startswith(roots) or path.startswith("bench/data/"):
+                continue
+            seen += 1
+            pattern = re.sub(r"<[^>]+>", "*", path).rstrip("/")
+            if not any(REPO.glob(pattern)):
+                bad.append(f"{md.relative_to(REPO)}: {path}")
+    assert seen >= 30
+    assert not bad, "the docs name paths that do not exist (update the docs):\n" + "\n".join(bad)
