@@ -44,6 +44,8 @@ def runs(tmp_path_factory):
     files = {n: tmp / f"{n}.sqlite" for n in IDS}
     facts = {"a": generate(files["a"], seed=1, steps=STEPS, weights=WEIGHTS),
              "b": generate(files["b"], seed=2, steps=STEPS, weights=WEIGHTS)}
+    for name in ("a", "b"):  # the driver of the profiled machine, as nsys records it (digits-only form)
+        _system_env(files[name], {"NvDriverVersion": "5303002", "CudaDriverVersion": "12010"})
     for name, factor in (("b10", 1.1), ("b20", 1.2)):
         facts[name] = slow_down(files["b"], files[name], HEAVY, factor)
     shutil.copyfile(files["a"], files["renamed"])
@@ -54,7 +56,9 @@ def runs(tmp_path_factory):
             ("nosteps", "DELETE FROM NVTX_EVENTS WHERE text LIKE 'ProfilerStep#%'", STEPS),
             ("othergpu", "DELETE FROM TARGET_INFO_GPU WHERE id = 1", 1),
             ("othergpu", "UPDATE TARGET_INFO_GPU SET name = 'Tesla V100-SXM2-16GB'", 1),
-            ("othergpu", "UPDATE META_DATA_EXPORT SET value = '2024.6.1' WHERE name = 'EXPORT_PRODUCT_VERSION'", 1)):
+            ("othergpu", "UPDATE META_DATA_EXPORT SET value = '2024.6.1' WHERE name = 'EXPORT_PRODUCT_VERSION'", 1),
+            ("othergpu", "UPDATE TARGET_INFO_SYSTEM_ENV SET value = CASE name WHEN 'NvDriverVersion' THEN "
+                         "'560.94' ELSE '12060' END", 2)):
         con = sqlite3.connect(files[name])
         assert con.execute(sql).rowcount == n
         con.commit()
@@ -62,6 +66,18 @@ def runs(tmp_path_factory):
     db = tmp / "ws.duckdb"
     traceql.ingest([files[n] for n in IDS], db=db)
     return {"dir": tmp, "files": files, "facts": facts, "db": db}
+
+
+def _system_env(path, values):
+    from fixtures.gen_ranks import SYSTEM_ENV_DDL
+    from fixtures.gen_nsys import GLOBAL_VID
+
+    con = sqlite3.connect(path)
+    con.execute(SYSTEM_ENV_DDL)
+    con.executemany("INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES (?, 'Local (CLI)', ?, ?, ?)",
+                    [(GLOBAL_VID, k, {"NvDriverVersion": 205, "CudaDriverVersion": 611}[k], v) for k, v in values.items()])
+    con.commit()
+    con.close()
 
 
 def by_key(d, section):
@@ -176,18 +192,19 @@ def test_iterations_of_another_kind_are_compared_with_the_reason(runs):
 
 
 def test_other_hardware_and_profiler_are_warned_about(runs):
-    """B on one V100, exported by another nsys, against A on two A100s: compared (the same run
-    otherwise), with both warnings in the summary and above the verdict."""
+    """B on one V100, exported by another nsys, with another driver, against A on two A100s:
+    compared (the same run otherwise), with the warnings in the summary and above the verdict."""
     d = traceql.diff(IDS["a"], IDS["othergpu"], db=runs["db"])
     assert d.warnings == ["other GPUs: A ran on 2 x NVIDIA A100-SXM4-80GB, B on 1 x Tesla V100-SXM2-16GB",
                           "other profilers or versions (CUDA runtime and driver where the trace records them): "
-                          "A nsys 2026.1.1.204, B nsys 2024.6.1"]
+                          "A nsys 2026.1.1.204, B nsys 2024.6.1",
+                          "other NVIDIA driver: A 530.30.02, B 560.94", "other CUDA driver version: A 12.1, B 12.6"]
     assert d.verdict == "no significant change" and d.summary()["warnings"] == d.warnings
     assert traceql.diff(IDS["a"], IDS["b"], db=runs["db"]).warnings == []
     lines = run("--db", runs["db"], "diff", IDS["a"], IDS["othergpu"]).stdout.splitlines()
     warned = [i for i, line in enumerate(lines) if line.startswith("Warning: ")]
     verdict = next(i for i, line in enumerate(lines) if line.startswith("Verdict: "))
-    assert len(warned) == 2 and lines[warned[0]].startswith("Warning: other GPUs: A ran on 2 x NVIDIA") \
+    assert len(warned) == 4 and lines[warned[0]].startswith("Warning: other GPUs: A ran on 2 x NVIDIA") \
         and max(warned) < verdict
 
 

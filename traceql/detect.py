@@ -51,6 +51,53 @@ class Detected:
     warnings: list[str] = field(default_factory=list)
     exported_from: Path | None = None         # the Nsight Systems report this export was made from (traceql.nsys_export)
     source_names: dict[str, str] = field(default_factory=dict)  # staged name -> table in the file (rocpd)
+    versions: dict[str, str] = field(default_factory=dict)  # trace's driver_version, cuda_*_version, torch_version
+
+
+def cuda_version(value) -> str | None:
+    """CUDA's integer version (1000 * major + 10 * minor: 12060) as 'major.minor' ('12.6');
+    None for anything else."""
+    try:
+        v = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return f"{v // 1000}.{v % 1000 // 10}" if v >= 1000 else None
+
+
+def driver_version(value) -> str | None:
+    """An NVIDIA driver version as people write it: '560.94' stays; the digits-only form of
+    older nsys exports ('4952905', '52510517', Windows '42600') reads as a three-digit major,
+    then the rest with its last two digits apart ('495.29.05', '525.105.17', '426.00')."""
+    text = None if value is None else str(value).strip()
+    if not text:
+        return None
+    if not text.isdigit() or len(text) <= 3:
+        return text
+    major, rest = text[:3], text[3:]
+    return ".".join(p for p in (major, rest[:-2], rest[-2:]) if p)
+
+
+def nsys_versions(system_env: dict) -> dict[str, str]:
+    """trace.driver_version and cuda_driver_version from TARGET_INFO_SYSTEM_ENV's rows."""
+    out = {"driver_version": driver_version(system_env.get("NvDriverVersion")),
+           "cuda_driver_version": cuda_version(system_env.get("CudaDriverVersion"))}
+    return {k: v for k, v in out.items() if v}
+
+
+def kineto_versions(members: dict) -> dict[str, str]:
+    """trace.driver_version, cuda_driver_version, cuda_runtime_version and torch_version from a
+    PyTorch profiler trace's top-level members (metadata.system.torch_env_info is what
+    benchmark harnesses such as TraceLens' add; the profiler writes the two CUDA versions)."""
+    env = members.get("metadata")
+    for key in ("system", "torch_env_info"):
+        env = env.get(key) if isinstance(env, dict) else None
+    env = env if isinstance(env, dict) else {}
+    torch = env.get("torch_version")
+    out = {"driver_version": driver_version(env.get("nvidia_driver_version")),
+           "cuda_driver_version": cuda_version(members.get("cuda_driver_version")),
+           "cuda_runtime_version": cuda_version(members.get("cuda_runtime_version")),
+           "torch_version": torch.strip() if isinstance(torch, str) and torch.strip() else None}
+    return {k: v for k, v in out.items() if v}
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
@@ -161,7 +208,8 @@ def _kineto_layout(path: Path) -> Detected:
     the file is read (kineto.stage), not here."""
     hdr = kineto.header(path)
     det = Detected(path, "kineto", kineto.layout(path, None)[0], schema_version=hdr.schema_version,
-                   exporter_version=kineto.exporter_version(hdr.members))
+                   exporter_version=kineto.exporter_version(hdr.members),
+                   versions=kineto_versions(hdr.members))
     if hdr.schema_version is not None:
         det.layout, notes = kineto.layout(path, hdr.schema_version)
         det.warnings += notes
@@ -262,6 +310,10 @@ def detect(path: str | os.PathLike) -> Detected:
                     metadata = {str(k): (None if v is None else str(v))
                                 for k, v in con.execute(f"SELECT name, value FROM {meta}")}
                     break
+            system_env = {}
+            if "TARGET_INFO_SYSTEM_ENV" in tables and {"name", "value"} <= set(tables["TARGET_INFO_SYSTEM_ENV"]):
+                system_env = dict(con.execute("SELECT name, value FROM TARGET_INFO_SYSTEM_ENV "
+                                              "WHERE name IN ('NvDriverVersion', 'CudaDriverVersion')").fetchall())
             nvprof_version = None
             if "Version" in tables and "StringTable" in tables:
                 row = con.execute("SELECT * FROM Version LIMIT 1").fetchone()
@@ -300,7 +352,7 @@ def detect(path: str | os.PathLike) -> Detected:
         version = metadata.get("EXPORT_SCHEMA_VERSION")
         det = Detected(path, "nsys", "nsys/legacy", schema_version=version,
                        exporter_version=metadata.get("EXPORT_PRODUCT_VERSION"),
-                       metadata=metadata, tables=tables, warnings=note)
+                       metadata=metadata, tables=tables, warnings=note, versions=nsys_versions(system_env))
         if version is None:
             if metadata:
                 det.warnings.append("export metadata has no EXPORT_SCHEMA_VERSION; read as a pre-2022 export")

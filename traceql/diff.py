@@ -84,7 +84,8 @@ a key adds min_effect_pct or more of the iteration beyond the noise (the gate at
 'improvement' when a headline row is 'faster' and nothing is slower, else 'no significant
 change'. Warnings name what makes the sides unlike: other GPU models or counts, other profiler
 versions (PyTorch profiler traces carry their CUDA runtime and driver versions in it),
-iterations of another kind.
+another NVIDIA driver, CUDA driver or runtime or PyTorch version (trace columns, where both
+sides record them), iterations of another kind.
 """
 
 from __future__ import annotations
@@ -198,7 +199,8 @@ def _side_stats(ws, side: Side, kernel_key: str, trim: float) -> SideStats:
         else:
             strata.setdefault((r["section"], r["key"]), {})[r["stratum"]] = r
     traces = ws.execute(
-        "SELECT trace_id, path, source_format, exporter_version FROM trace WHERE ? IS NULL OR trace_id = ? "
+        "SELECT trace_id, path, source_format, exporter_version, driver_version, cuda_driver_version, "
+        "cuda_runtime_version, torch_version FROM trace WHERE ? IS NULL OR trace_id = ? "
         "ORDER BY trace_id", [side.trace_id, side.trace_id]).to_arrow_table().to_pylist()
     found = ws.analyze(["iterations"], trace_id=side.trace_id).evidence["iterations"].to_pylist()
     its = [r for r in found if r["recoverable_ns"] is not None and r["dur_ns"] is not None]
@@ -213,7 +215,8 @@ def _side_stats(ws, side: Side, kernel_key: str, trim: float) -> SideStats:
         "gpus": [tuple(r) for r in ws.execute(
             "SELECT coalesce(name, '(unknown GPU)'), count(*) FROM device WHERE ? IS NULL OR trace_id = ? "
             "GROUP BY 1 ORDER BY 1", [side.trace_id, side.trace_id]).fetchall()],
-        "exporters": sorted({" ".join(x for x in (t["source_format"], t["exporter_version"]) if x) for t in traces})}
+        "exporters": sorted({" ".join(x for x in (t["source_format"], t["exporter_version"]) if x) for t in traces}),
+        **{col: sorted({t[col] for t in traces if t[col]}) for col, _ in VERSIONS}}
     comm = {("kernel", k) for (k,) in ws.execute(
         "SELECT DISTINCT coalesce(CASE WHEN ? = 'short_name' THEN k.short_name ELSE k.name END, '(unnamed)') "
         "FROM kernel k JOIN launch l ON l.trace_id = k.trace_id AND l.op_id = k.kernel_id AND l.op_kind = 'kernel' "
@@ -545,10 +548,16 @@ def _unlike_iterations(a: SideStats, b: SideStats) -> str | None:
     return f"the iterations of A ({what(a)}) and of B ({what(b)}) are not the same kind"
 
 
+# trace columns the warnings compare, with what they are called there
+VERSIONS = (("driver_version", "NVIDIA driver"), ("cuda_driver_version", "CUDA driver version"),
+            ("cuda_runtime_version", "CUDA runtime"), ("torch_version", "PyTorch"))
+
+
 def warnings(a: SideStats, b: SideStats) -> list[str]:
     """Why the two sides may not be like with like: other GPU models or counts, other profiler
     versions (for PyTorch profiler traces with their CUDA runtime and driver versions), other
-    formats, iterations of another kind."""
+    formats, another NVIDIA driver, CUDA driver or runtime version or PyTorch version (the trace
+    columns of VERSIONS, where both sides record them), iterations of another kind."""
     from .faults import printable
 
     out = []
@@ -562,6 +571,10 @@ def warnings(a: SideStats, b: SideStats) -> list[str]:
     if ea != eb:
         out.append(f"other profilers or versions (CUDA runtime and driver where the trace records them): A "
                    f"{'; '.join(map(printable, ea or ['unknown']))}, B {'; '.join(map(printable, eb or ['unknown']))}")
+    for col, label in VERSIONS:  # only where both sides record it: an unknown is not a difference
+        va, vb = a.hardware.get(col), b.hardware.get(col)
+        if va and vb and va != vb:
+            out.append(f"other {label}: A {', '.join(map(printable, va))}, B {', '.join(map(printable, vb))}")
     if a.anchor is None and a.iteration_source and b.iteration_source and \
             (a.iteration_source, a.iteration_family) != (b.iteration_source, b.iteration_family):
         out.append(f"iterations of another kind: A {_what((a.iteration_source, a.iteration_family))}, "

@@ -804,9 +804,12 @@ def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | Non
         "?::INTEGER AS local_rank, ? AS local_rank_source, ?::INTEGER AS world_size, ? AS world_size_source, "
         "? AS clock, ?::BIGINT AS start_utc_ns, ?::BIGINT AS utc_offset_ns, ?::BIGINT AS start_ts, "
         "?::BIGINT AS end_ts, ?::BIGINT - ?::BIGINT AS duration, "
-        "?::TIMESTAMP AS ingested_at, ? AS traceql_version",
+        "?::TIMESTAMP AS ingested_at, ? AS traceql_version, ? AS driver_version, ? AS cuda_driver_version, "
+        "? AS cuda_runtime_version, ? AS torch_version",
         [trace_id, str(path), path.stat().st_size, sha256, det.source_format, det.exporter_version,
          det.schema_version, det.layout, *(f(name) for name in ranks.FIELDS for f in (ident.value, ident.source)),
          clock, utc, offset,
          start_ts, end_ts, end_ts, start_ts,
-         datetime.now(timezone.utc).replace(tzinfo=None), __version__])
+         datetime.now(timezone.utc).replace(tzinfo=None), __version__,
+         *(det.versions.get(k) for k in ("driver_version", "cuda_driver_version", "cuda_runtime_version",
+                                         "torch_version"))])

@@ -437,6 +437,9 @@ def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> StageReport
     if det is not None:
         det.metadata.update(facts)
         det.exporter_version = exporter_version(hdr.members)
+        from .detect import kineto_versions
+
+        det.versions = kineto_versions(hdr.members)
         if det.schema_version is None:  # not before the events: check it now that all are read
             det.schema_version = hdr.schema_version
             det.layout, notes = layout(path, hdr.schema_version)
