@@ -39,8 +39,10 @@ kinds, EXPLAIN forms, literal syntaxes sqlglot cannot parse and table functions,
 neither write nor read a file of the machine without --write / --allow-files; workspace-fault
 variants run commands through symbolic links and loops, on private modes and groups, under a
 file size limit (a full disk), on damaged workspace files, with SIGINT and junk settings.
+Five more (run_wave, see the comment above WAVE) cover memory events, the AMD sources, derived
+families built on first query, the MCP server's tools and `diff --gate`.
 
-    python -m tests.fuzz                    # 300 + 200 + 100 variants through the CLI, 2 at a time
+    python -m tests.fuzz                    # 300 + 200 + 100 + 150 variants through the CLI, 2 at a time
     python -m tests.fuzz -n 30 --mode api   # in-process (what the pytest subset runs)
     python -m tests.fuzz --keep out/        # keep the failing variants for a look
 
@@ -466,15 +468,19 @@ def _run_api(db: Path, variant: Path) -> tuple[int, str, str]:
 
 
 def run_variant(index: int, src: Path, mutator: str, seed: int, work: Path, base_db: Path,
-                mode: str = "cli", timeout: float = 300.0) -> Outcome:
-    rng = random.Random(f"{seed}:{index}")
+                mode: str = "cli", timeout: float = 300.0, build=None, queries=(), label: str | None = None,
+                rng_key: str = "") -> Outcome:
+    """One damaged copy of SRC ingested next to BASE_DB's trace. build(src, dst, rng) -> what makes
+    the copy (default: MUTATOR's); after a clean ingest each of QUERIES (CLI arguments after
+    --db) must give exit 0 or one 'traceql: error:' line. LABEL names the row in the tables."""
+    rng = random.Random(f"{rng_key}{seed}:{index}")
     folder = work / f"v{index:04d}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     variant = folder / f"variant{src.suffix}"
-    out = Outcome(index, str(src.relative_to(TRACES)) if src.is_relative_to(TRACES) else str(src), mutator, "")
+    out = Outcome(index, str(src.relative_to(TRACES)) if src.is_relative_to(TRACES) else str(src), label or mutator, "")
     try:
-        out.what = make_variant(src, variant, mutator, rng)
+        out.what = build(src, variant, rng) if build else make_variant(src, variant, mutator, rng)
     except Exception as exc:  # noqa: BLE001 - a mutation that does not apply is a harness bug
         out.result, out.problems = "FAIL", [f"could not build the variant: {type(exc).__name__}: {exc}"]
         return out
@@ -501,6 +507,11 @@ def run_variant(index: int, src: Path, mutator: str, seed: int, work: Path, base
                 out.problems.append(f"workspace holds {n} traces after a successful ingest, not 2")
         except Exception as exc:  # noqa: BLE001
             out.problems.append(f"workspace unusable after ingest: {type(exc).__name__}: {exc}")
+        for query in queries:
+            qcode, _qout, qerr = _run_args(db, list(query), timeout, folder)
+            problem = _one_line_problem(qcode, qerr, ok_codes=(0,), error_codes=(2, 3, 4, 5))
+            if problem:
+                out.problems.append(f"{' '.join(query)[:80]}: {problem}")
     elif code in EXIT_CLASSES:
         out.result = EXIT_CLASSES[code]
         if len(lines) != 1 or not lines[0].startswith("traceql: error: ") or "Traceback" in stderr:
@@ -1021,17 +1032,584 @@ def _run_family(one_variant, n, jobs, mode, work, verbose, log) -> list[Outcome]
             results = map(one, range(n))
         else:
             results = concurrent.futures.ThreadPoolExecutor(jobs).map(one, range(n))
-        outcomes = []
-        for o in results:
-            outcomes.append(o)
-            if verbose or not o.ok:
-                log(f"{o.index:4d} {o.result:24s} {o.seconds:6.2f}s {o.mutator:20s} {o.what[:150]!r}"
-                    + (f"\n     -> {o.message}" if o.message and verbose else "")
-                    + "".join(f"\n     !! {p}" for p in o.problems))
-        return outcomes
+        return _collect(results, verbose, log)
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)
+
+
+# -- this wave's families: memory events, AMD sources, lazily built derived tables, MCP, diff --gate ----
+#
+#   memory   a damaged copy of a real trace with memory events (a PyTorch profile_memory Kineto trace cut
+#            to its first events; the nsys exports with CUDA_GPU_MEMORY_USAGE_EVENTS): extreme, negative,
+#            text and missing bytes, totals, devices, addresses and times, duplicated or dropped events,
+#            frees first; ingested, then `report --by memory` and a sum over memory_event
+#   amd      the damaged-export mutators above on the rocpd, rocprofv1 and rpd databases, then
+#            `report --by kernel` and `info`
+#   derived  a workspace whose derived families (attribution, busy, pytorch) are built on the first
+#            query that reads them, damaged before that query: read-only, a full disk, bytes
+#            overwritten, SIGINT, derived_family rows forgotten, claimed, junk or replaced by a view,
+#            a derived table dropped. A query that answers gives exactly what an eager workspace
+#            gives (unless the damage claims tables built that are not); a failed one leaves the
+#            workspace byte for byte as it was, and the same query afterwards answers exactly.
+#   mcp      the MCP server's tools called in-process (mcp_server.call) with hostile arguments:
+#            every answer a result or a one-line tool error, never an internal error, the
+#            workspace and the folder unchanged, no file of the machine read
+#   gate     `traceql diff A B --gate PCT` over trace ids, files, damaged files and folders, with odd
+#            thresholds: exit 0, 7 (the gate, one 'traceql: diff:' line) or one 'traceql: error:'
+#            line; a trace against itself never trips the gate; nothing left in TMPDIR
+
+WAVE = ("memory", "amd", "derived", "mcp", "gate")
+AMD_SOURCES = ("rocpd-mi300x-batched-gemm-rocprofv3/21_results.db", "rocprofv1-batched-gemm/results.db",
+               "rocprofv1-hip-programming-mi300a/results.db", "rpd-rocmprofiledata/matmul_result.rpd")
+MEMORY_NSYS = ("extrap-windows-gtx1060-nsys2022.1/con_kernel.sqlite", "extrap-windows-gtx1060-nsys2022.1/profile1.sqlite")
+MEMORY_KINETO = "kineto-tbplugin-resnet50-memory-2021/worker0.1623143089861.pt.trace.json.gz"
+DERIVED_SOURCES = ("memfusion-rtx3090-onnx-nvtx-nsys2023.1/report1.sqlite", "kineto-hta-triton/triton_example.json.gz")
+EXTREMES = (2 ** 63 - 1, -2 ** 63, 2 ** 63, 2 ** 64, 2 ** 62, -1, 0, 2 ** 31, -2 ** 31, 1e300, -1e300, 1.5, "12", "x",
+            None, True)
+MEMORY_QUERIES = (("report", "--by", "memory", "--format", "csv"),
+                  ("sql", "--format", "csv", "SELECT device_id, mem_kind, count(*) AS n, sum(bytes) AS b, "
+                   "min(allocated) AS lo, max(allocated) AS hi, max(ts) - min(ts) AS span FROM memory_event "
+                   "GROUP BY ALL ORDER BY ALL"))
+AMD_QUERIES = (("report", "--by", "kernel", "--format", "csv"), ("info",))
+DERIVED_QUERIES = (("report", "--by", "range", "--format", "csv"),
+                   ("sql", "--format", "csv", "SELECT trace_id, count(*) AS n, sum(depth) AS d, count(range_id) AS r FROM op_range "
+                    "GROUP BY ALL ORDER BY ALL"),
+                   ("sql", "--format", "csv", "SELECT * FROM device_busy ORDER BY ALL"),
+                   ("sql", "--format", "csv", "SELECT trace_id, count(*) AS n FROM torch_op GROUP BY ALL ORDER BY ALL"),
+                   ("report", "--by", "op", "--format", "csv"),
+                   ("sql", "--format", "csv", "SELECT count(*) AS n, sum(gpu_busy_ns) AS t FROM range_gpu"))
+DERIVED_DAMAGE = ("fresh", "readonly", "full_disk", "corrupt", "interrupt", "forget", "junk", "claim", "view",
+                  "drop_table")
+EXACT_DAMAGE = ("fresh", "readonly", "forget", "junk")  # the answer must be the eager workspace's
+
+
+def _sql_literal(v) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, bool):
+        return str(int(v))
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _run_args(db: Path, args: list[str], timeout: float, cwd: Path, env: dict | None = None,
+              preexec=None, sigint_after: float | None = None) -> tuple[int | None, str, str]:
+    """`python -m traceql --db DB ARGS`: (exit code or None on a timeout, stdout, stderr)."""
+    import signal
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "traceql", "--db", str(db), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=cwd, env=env, preexec_fn=preexec)
+    try:
+        if sigint_after is not None:
+            try:
+                proc.wait(timeout=sigint_after)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None, "", ""
+    return proc.returncode, stdout, stderr
+
+
+def _one_line_problem(code, stderr: str, ok_codes=(0,), error_codes=(2, 3, 4, 5), prefix="traceql: error: ") -> str:
+    """'' when CODE is a success or a clean error (exactly one line starting with PREFIX)."""
+    if code is None:
+        return "no answer in time"
+    if code in ok_codes:
+        return ""
+    lines = stderr.strip().splitlines()
+    if code in error_codes:
+        if len(lines) != 1 or not lines[0].startswith(prefix) or "Traceback" in stderr:
+            return f"error output is not one {prefix.strip()!r} line: {stderr[:400]!r}"
+        return ""
+    return f"exit code {code}: {stderr.strip()[-400:]!r}"
+
+
+@dataclass
+class WaveContext:
+    work: Path
+    base_db: Path               # one small nsys trace (the ingest family's base)
+    lazy_db: Path               # DERIVED_SOURCES ingested, derived families not built
+    eager_db: Path              # the same with TRACEQL_DERIVE=eager
+    memory_kineto: Path | None  # MEMORY_KINETO cut to its first events (a .json)
+    reference: dict             # DERIVED_QUERIES index -> the eager workspace's stdout
+    small_trace: Path | None    # a trace file for diff
+
+
+def wave_context(work: Path) -> WaveContext:
+    base = work / "base"
+    base_db = base_workspace(base)
+    lazy, eager = base / "lazy.duckdb", base / "eager.duckdb"
+    srcs = [TRACES / s for s in DERIVED_SOURCES if (TRACES / s).exists()]
+    for db, mode in ((lazy, "lazy"), (eager, "eager")):
+        if not db.exists():
+            code, _o, err = _run_args(db, ["ingest", *map(str, srcs)], 900, base, {"TRACEQL_DERIVE": mode})
+            if code != 0:
+                raise SystemExit(f"could not ingest the derived family's sources: {err}")
+    reference = {}
+    for i, q in enumerate(DERIVED_QUERIES):
+        code, out, err = _run_args(eager, list(q), 300, base)
+        reference[i] = out if code == 0 else None
+    memory = None
+    if (TRACES / MEMORY_KINETO).exists():
+        import gzip
+
+        memory = base / "memory.json"
+        if not memory.exists():
+            with gzip.open(TRACES / MEMORY_KINETO, "rt") as fh:
+                doc = json.load(fh)
+            timed = sorted((e for e in doc["traceEvents"] if isinstance(e.get("ts"), (int, float))),
+                           key=lambda e: e["ts"])
+            doc["traceEvents"] = [e for e in doc["traceEvents"] if "ts" not in e] + timed[:5000]
+            memory.write_text(json.dumps(doc))
+    small = TRACES / DERIVED_SOURCES[1]
+    return WaveContext(work, base_db, lazy, eager, memory, reference, small if small.exists() else None)
+
+
+def _memory_kineto_build(src: Path, dst: Path, rng: random.Random) -> str:
+    doc = json.loads(src.read_text())
+    events = doc["traceEvents"]
+    mem = [e for e in events if e.get("name") == "[memory]"]
+    picked = rng.sample(mem, k=min(len(mem), rng.choice((1, 3, 50, len(mem)))))
+    how = rng.choice(("Bytes", "Total Allocated", "Total Reserved", "Device Id", "Device Type", "Addr", "ts",
+                      "no_args", "dup", "frees_first", "drop_key", "other_ts", "other_dur"))
+    value = rng.choice(EXTREMES)
+    if how in ("Bytes", "Total Allocated", "Total Reserved", "Device Id", "Device Type", "Addr"):
+        for e in picked:
+            e.setdefault("args", {})[how] = value
+    elif how == "ts":
+        for e in picked:
+            e["ts"] = value
+    elif how == "no_args":
+        for e in picked:
+            e.pop("args", None)
+    elif how == "dup":
+        events.extend(json.loads(json.dumps(picked)))
+    elif how == "frees_first":
+        for e in picked:
+            b = e.get("args", {}).get("Bytes")
+            if isinstance(b, int):
+                e["args"]["Bytes"] = -b
+    elif how == "drop_key":
+        key = rng.choice(("Bytes", "Device Id", "Device Type", "Addr", "Total Allocated"))
+        for e in picked:
+            e.get("args", {}).pop(key, None)
+        value = key
+    else:  # extreme times on the other events (ops, kernels) around the memory events
+        others = [e for e in events if e.get("ph") == "X"]
+        for e in rng.sample(others, k=min(len(others), rng.choice((1, 10)))):
+            e["ts" if how == "other_ts" else "dur"] = value
+    dst.write_text(json.dumps(doc))
+    return f"{how} = {value!r} on {len(picked)} memory events"
+
+
+def _memory_nsys_build(src: Path, dst: Path, rng: random.Random) -> str:
+    shutil.copyfile(src, dst)
+    con = sqlite3.connect(dst)
+    try:
+        t = "CUDA_GPU_MEMORY_USAGE_EVENTS"
+        how = rng.choice(("value", "value", "value", "nulls", "dup", "frees_only", "delete", "drop_column"))
+        col = rng.choice(("start", "bytes", "address", "deviceId", "memKind", "memoryOperationType", "contextId",
+                          "globalPid", "correlationId"))
+        where = rng.choice(("1", "rowid % 2 = 0", "rowid = (SELECT min(rowid) FROM CUDA_GPU_MEMORY_USAGE_EVENTS)"))
+        _rebuild(con, t)  # without NOT NULL, so that any value goes in
+        if how == "value":
+            value = rng.choice(EXTREMES)
+            con.execute(f"UPDATE {t} SET {_q(col)} = {_sql_literal(value)} WHERE {where}")
+            what = f"{col} = {value!r} where {where}"
+        elif how == "nulls":
+            con.execute(f"UPDATE {t} SET {_q(col)} = NULL WHERE {where}")
+            what = f"{col} NULL where {where}"
+        elif how == "dup":
+            con.execute(f"INSERT INTO {t} SELECT * FROM {t}")
+            what = "rows duplicated"
+        elif how == "frees_only":
+            con.execute(f"DELETE FROM {t} WHERE memoryOperationType = 0")
+            what = "allocations deleted"
+        elif how == "delete":
+            con.execute(f"DELETE FROM {t}")
+            what = "every row deleted"
+        else:
+            _rebuild(con, t, drop=col)
+            what = f"column {col} dropped"
+        con.commit()
+    finally:
+        con.close()
+    return what
+
+
+def _amd_sources() -> list[Path]:
+    return [TRACES / s for s in AMD_SOURCES if (TRACES / s).exists()]
+
+
+def run_memory_variant(index: int, seed: int, ctx: WaveContext) -> Outcome:
+    rng = random.Random(f"memory:{seed}:{index}")
+    srcs = [TRACES / s for s in MEMORY_NSYS if (TRACES / s).exists()]
+    if ctx.memory_kineto is not None:
+        srcs.append(ctx.memory_kineto)
+    src = rng.choice(srcs)
+    build = _memory_kineto_build if src.suffix == ".json" else _memory_nsys_build
+    o = run_variant(index, src, "", seed, ctx.work, ctx.base_db, build=build, queries=MEMORY_QUERIES,
+                    label="memory:" + ("kineto" if src.suffix == ".json" else "nsys"), rng_key="memory:")
+    return o
+
+
+def run_amd_variant(index: int, seed: int, ctx: WaveContext) -> Outcome:
+    rng = random.Random(f"amd:{seed}:{index}")
+    src = rng.choice(_amd_sources())
+    mutator = MUTATORS[(index // len(WAVE)) % len(MUTATORS)]
+    return run_variant(index, src, mutator, seed, ctx.work, ctx.base_db, queries=AMD_QUERIES,
+                       label=f"amd:{mutator}", rng_key="amd:")
+
+
+def _damage_derived(kind: str, db: Path, rng: random.Random) -> str:
+    import duckdb
+
+    if kind == "corrupt":
+        data = bytearray(db.read_bytes())
+        off = rng.randrange(3 * 4096, len(data))
+        data[off:off + 512] = bytes(rng.randrange(256) for _ in range(min(512, len(data) - off)))
+        db.write_bytes(bytes(data))
+        return f"512 bytes at {off} overwritten"
+    statements = {
+        "forget": ["DELETE FROM derived_family WHERE family <> 'ingest'"],
+        "junk": ["INSERT INTO derived_family VALUES (99, 'attribution'), (1, 'no such family'), (-1, 'busy')"],
+        "claim": ["INSERT INTO derived_family SELECT trace_id, f FROM trace, (VALUES ('attribution'), ('busy'), "
+                  "('pytorch')) v(f) EXCEPT SELECT * FROM derived_family"],
+        "view": ["CREATE TABLE df_old AS SELECT * FROM derived_family", "DROP TABLE derived_family",
+                 "CREATE VIEW derived_family AS SELECT * FROM df_old"],
+        "drop_table": ["DROP TABLE " + rng.choice(("op_range", "device_busy", "torch_op", "range_gpu"))],
+    }[kind]
+    con = duckdb.connect(str(db))
+    try:
+        for st in statements:
+            con.execute(st)
+    finally:
+        con.close()
+    return "; ".join(statements)[:150]
+
+
+def run_derived_variant(index: int, seed: int, ctx: WaveContext, timeout: float = 300.0) -> Outcome:
+    import resource
+
+    rng = random.Random(f"derived:{seed}:{index}")
+    kind = DERIVED_DAMAGE[(index // len(WAVE)) % len(DERIVED_DAMAGE)]
+    qi = rng.randrange(len(DERIVED_QUERIES))
+    query = list(DERIVED_QUERIES[qi])
+    folder = ctx.work / f"v{index:04d}"
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "tmp").mkdir(parents=True)
+    db = folder / "ws.duckdb"
+    eager_kinds = ("forget", "drop_table")
+    shutil.copyfile(ctx.eager_db if kind in eager_kinds else ctx.lazy_db, db)
+    out = Outcome(index, "derived sources", f"derived:{kind}", "")
+    preexec, sigint_after = None, None
+    try:
+        if kind == "readonly":
+            db.chmod(0o444)
+            out.what = "workspace mode 444"
+        elif kind == "full_disk":
+            limit = rng.choice((db.stat().st_size // 2, db.stat().st_size, db.stat().st_size + 100_000))
+
+            def preexec():
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+            out.what = f"ulimit -f {limit} bytes"
+        elif kind == "interrupt":
+            sigint_after = rng.uniform(1.0, 4.0)
+            out.what = f"SIGINT after {sigint_after:.2f} s"
+        elif kind != "fresh":
+            out.what = _damage_derived(kind, db, rng)
+        else:
+            out.what = "no damage"
+    except Exception as exc:  # noqa: BLE001 - a damage that does not apply is a harness bug
+        out.result, out.problems = "FAIL", [f"could not damage the workspace: {type(exc).__name__}: {exc}"]
+        return out
+    out.what += ": " + " ".join(query)[:100]
+    before, before_mode = sha256(db), db.stat().st_mode
+    env = {"HOME": str(folder), "TMPDIR": str(folder / "tmp")}
+    started = time.perf_counter()
+    code, stdout, stderr = _run_args(db, query, timeout, folder, env, preexec, sigint_after)
+    out.seconds = time.perf_counter() - started
+    lines = stderr.strip().splitlines()
+    out.message = (lines[-1] if lines else "")[:300]
+    problem = _one_line_problem(code, stderr, ok_codes=(0, 130) if kind == "interrupt" else (0,))
+    if problem:
+        out.problems.append(problem)
+    out.result = ("interrupted" if code == 130 else "ok" if code == 0 else EXIT_CLASSES.get(code, "FAIL"))
+    expected = ctx.reference.get(qi)
+    if code == 0 and kind in EXACT_DAMAGE + ("full_disk", "interrupt") and stdout != expected:
+        out.problems.append(f"answer differs from the eager workspace's: {stdout[:200]!r} vs {str(expected)[:200]!r}")
+    if code not in (0, None) and kind != "corrupt" and sha256(db) != before and not _derived_whole(db, ctx):
+        out.problems.append("workspace changed by a failed query, and not to one whose derived tables are whole")
+    if kind == "readonly" and os.geteuid() != 0 and (sha256(db) != before or db.stat().st_mode != before_mode):
+        # (root may write a file of mode 444: then the families are built in place, as for "fresh")
+        out.problems.append("a read-only workspace was changed")
+    if kind in ("full_disk", "interrupt", "readonly") and code is not None:  # the same query again, unhindered
+        db.chmod(0o644)
+        again, stdout2, stderr2 = _run_args(db, query, timeout, folder, env)
+        if again != 0 or stdout2 != expected:
+            out.problems.append(f"after the {kind}, the query gives exit {again}: {(stdout2 or stderr2)[:200]!r}")
+    left = sorted(p.name for p in folder.iterdir() if p.name not in ("ws.duckdb", "tmp", "ws.duckdb.lock"))
+    left += sorted(str(p.relative_to(folder)) for p in (folder / "tmp").rglob("*"))
+    if left:
+        out.problems.append(f"files left behind: {left}")
+    if out.problems:
+        out.result = "FAIL"
+    return out
+
+
+def _derived_whole(db: Path, ctx: WaveContext) -> bool:
+    """True when DB answers the derived queries exactly as the eager workspace does."""
+    for i, q in enumerate(DERIVED_QUERIES):
+        if q[0] == "sql" and ctx.reference.get(i) is not None:
+            code, stdout, _err = _run_args(db, list(q), 300, db.parent, {"TMPDIR": str(db.parent / "tmp")})
+            if code != 0 or stdout != ctx.reference[i]:
+                return False
+    return True
+
+
+class _InternalErrors:
+    """Exceptions that mcp_server.call turned into tool errors through faults.first_line, per thread:
+    what the fuzzer counts as internal errors (a TraceqlError goes through faults.printable)."""
+
+    def __init__(self):
+        import threading
+
+        from traceql import faults
+
+        self.local = threading.local()
+        self.original = faults.first_line
+
+        def first_line(exc, *a, **k):
+            seen = getattr(self.local, "seen", None)
+            if seen is not None:
+                seen.append(exc)
+            return self.original(exc, *a, **k)
+        faults.first_line = first_line
+
+
+_INTERNAL: _InternalErrors | None = None
+
+
+def mcp_arguments(rng: random.Random, places: dict) -> tuple[str, object]:
+    def text(s):
+        for key, value in places.items():
+            s = s.replace("{" + key + "}", str(value))
+        return s
+    name = rng.choice(("traces", "schema", "report", "report", "sql", "sql", "analyze", "diff", "nope", ""))
+    junk = rng.choice(EXTREMES + ([], {}, "'; DROP TABLE kernel; --", "\x1b]0;title\x07", "((((((((((((((("))
+    ids = (1, 2, 99, -1, 0, 2 ** 63, 2 ** 70, "1", None, 1.5)
+    if rng.random() < 0.1:
+        return name, rng.choice((None, [], "x", 5, {"unknown": 1}))
+    if name == "schema":
+        args = {"view": rng.choice(("kernel", "memory_event", "nope", "", "KERNEL", junk))}
+    elif name == "report":
+        from traceql.reports import REPORTS
+
+        args = {"by": rng.choice(tuple(REPORTS) + ("nope", "", junk))}
+        for key, choices in (("trace", ids), ("per_trace", (True, False, "yes")),
+                             ("where", ("dur > 0", "1=1; DROP TABLE kernel", "read_text('{secret}') IS NOT NULL",
+                                        "(" * 80 + "1" + ")" * 80, "dur > 1e400", "name LIKE '%'", "no_col = 1",
+                                        "dur > 9223372036854775807", junk)),
+                             ("sort", ("total_ns:desc", "nope", "name;DROP", "count:asc", "", junk)),
+                             ("limit", (0, 1, -1, 2 ** 63, 2 ** 70, "x")),
+                             ("columns", ("name,total_ns", ["name"], "", "*", ["nope"], junk)),
+                             ("group", ("group", "name", "path", "frame", "stack", "nope")),
+                             ("range", ("", "x", "%", ["a", "b"], junk)), ("range_match", ("a", ["%"], junk))):
+            if rng.random() < 0.3:
+                args[key] = choices[rng.randrange(len(choices))]
+    elif name == "sql":
+        fam = rng.choice(SQL_FAMILIES)
+        args = {"query": text(sql_text(fam, rng)) if rng.random() < 0.7 else rng.choice((
+            "SELECT count(*), sum(dur) FROM kernel", "SELECT sum(bytes) FROM memory_event",
+            "SELECT $n::BIGINT * 2", "SELECT 9223372036854775807::BIGINT + 1", "SELECT * FROM range(1000000)",
+            "SELECT 'infinity'::DATE", "SELECT * FROM op_range", "SELECT * FROM device_busy", ""))}
+        if rng.random() < 0.4:
+            args["params"] = rng.choice(({"n": 3}, {"n": "١٢٣"}, {"n": 2 ** 70}, {"n": "x" * 5000}, {"x": [1]},
+                                         {"n": None}, {}))
+        if rng.random() < 0.3:
+            args["dialect"] = rng.choice(("sqlite", "spark", "postgres", "nope", ""))
+        if rng.random() < 0.3:
+            args["max_rows"] = rng.choice((0, 1, 100000, 100001, -1, 2 ** 63))
+    elif name == "analyze":
+        args = {}
+        for key, choices in (("rules", ("gpu_gaps", ["sync_calls", "nope"], [], "", junk)), ("trace", ids),
+                             ("params", ({"min_gap_ns": 500000}, {"min_gap_ns": -1}, {"min_gap_ns": 2 ** 70},
+                                         {"min_gap_ns": "x"}, {"nope": 1}, {"min_gap_ns": 1e308})),
+                             ("limit", (0, 5, -1, 2 ** 63))):
+            if rng.random() < 0.4:
+                args[key] = choices[rng.randrange(len(choices))]
+    elif name == "diff":
+        args = {"a": rng.choice(ids), "b": rng.choice(ids)}
+        for key, choices in (("alpha", (0.01, 0, 1, 0.5, 1e-300, "x")), ("min_effect_pct", (0, 5, -1, 1e308)),
+                             ("sections", (["kernel"], ["nope"], [], "kernel")), ("changed_only", (True, False)),
+                             ("limit", (0, 50, -1, 2 ** 63))):
+            if rng.random() < 0.3:
+                args[key] = choices[rng.randrange(len(choices))]
+    else:
+        args = {} if rng.random() < 0.7 else {"x": junk}
+    return name, args
+
+
+def run_mcp_variant(index: int, seed: int, ctx: WaveContext) -> Outcome:
+    from traceql import mcp_server
+
+    rng = random.Random(f"mcp:{seed}:{index}")
+    folder = ctx.work / f"v{index:04d}"
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "home").mkdir(parents=True)
+    secret = folder / "secret.txt"
+    secret.write_text(f"id,value\n1,{SECRET}\n")
+    db = folder / "ws.duckdb"
+    shutil.copyfile(ctx.eager_db, db)
+    places = {"secret": secret, "out": folder / "out.csv", "outdir": folder / "outdir", "db2": folder / "other.duckdb",
+              "folder": folder, "home": folder / "home"}
+    name, args = mcp_arguments(rng, places)
+    out = Outcome(index, "derived sources (eager)", f"mcp:{name or 'empty'}", json.dumps(args, default=str)[:300])
+    before_ws, before = sha256(db), _snapshot(folder)
+    _INTERNAL.local.seen = []
+    started = time.perf_counter()
+    try:
+        content, text, is_error = mcp_server.call(db, name, args)
+    except Exception as exc:  # noqa: BLE001 - call() promises a tool error, never an exception
+        out.problems.append(f"call raised {type(exc).__name__}: {exc}")
+        content, text, is_error = None, "", True
+    finally:
+        seen, _INTERNAL.local.seen = _INTERNAL.local.seen, None
+    out.seconds = time.perf_counter() - started
+    out.message = text.splitlines()[0][:300] if text else ""
+    for exc in seen:
+        out.problems.append(f"internal error behind the tool error: {type(exc).__name__}: {str(exc)[:300]}")
+    if is_error:
+        out.result = "tool_error"
+        if "\n" in text.strip() or not text.startswith("traceql: error: "):
+            out.problems.append(f"tool error is not one 'traceql: error:' line: {text[:300]!r}")
+    else:
+        out.result = "ok"
+        try:
+            json.dumps(content)
+        except (TypeError, ValueError) as exc:
+            out.problems.append(f"structured content is not JSON: {exc}")
+    if SECRET in text or SECRET in json.dumps(content, default=str):
+        out.problems.append("the secret file was read and returned")
+    after = _snapshot(folder)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k != "ws.duckdb.lock")
+    if changed:
+        out.problems.append(f"files created or changed: {changed}")
+    if sha256(db) != before_ws:
+        out.problems.append("workspace changed by a tool call")
+    if out.problems:
+        out.result = "FAIL"
+    return out
+
+
+def run_gate_variant(index: int, seed: int, ctx: WaveContext, timeout: float = 300.0) -> Outcome:
+    rng = random.Random(f"gate:{seed}:{index}")
+    folder = ctx.work / f"v{index:04d}"
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "tmp").mkdir(parents=True)
+    db = folder / "ws.duckdb"
+    shutil.copyfile(ctx.eager_db, db)
+    damaged = folder / "damaged.json.gz"
+    if ctx.small_trace is not None:
+        data = bytearray(ctx.small_trace.read_bytes())
+        del data[rng.randrange(10, len(data)):]
+        damaged.write_bytes(bytes(data))
+    (folder / "empty.sqlite").write_bytes(b"")
+    sides = ("1", "1", "2", "2", "99", "-5", "1.5", str(db), str(ctx.small_trace or "missing"), str(damaged),
+             str(folder / "tmp"), str(folder / "missing.sqlite"), str(folder / "empty.sqlite"))
+    a, b = rng.choice(sides), rng.choice(sides)
+    pct = rng.choice(("0", "5", "0.0001", "1e308", "inf", "nan", "-1", "abc", "1e-320", "100", "5", "0"))
+    args = ["diff", a, b, "--gate", pct]
+    for opt, values in (("--alpha", ("0.5", "0", "1", "nan", "1e-300")), ("--min-effect", ("0", "1e308", "-1", "nan")),
+                        ("--trim", ("0", "0.49", "0.5")), ("--format", ("json", "markdown", "csv", "parquet")),
+                        ("--no-paired", None), ("--per-iteration", None), ("--section", ("kernel", "total")),
+                        ("-o", (str(folder / "out.txt"),))):
+        if rng.random() < 0.2:
+            args += [opt] if values is None else [opt, rng.choice(values)]
+    if "--format" in args and args[args.index("--format") + 1] == "parquet" and "-o" not in args:
+        args += ["-o", str(folder / "out.txt")]
+    out = Outcome(index, "derived sources (eager)", "gate:" + ("same" if a == b else "ids" if a.isdigit() and
+                                                             b.isdigit() else "files"), " ".join(args[1:])[:300])
+    inputs = {p: sha256(Path(p)) for p in (a, b) if Path(p).is_file()}
+    before_ws = sha256(db)
+    started = time.perf_counter()
+    code, _stdout, stderr = _run_args(db, args, timeout, folder, {"HOME": str(folder), "TMPDIR": str(folder / "tmp")})
+    out.seconds = time.perf_counter() - started
+    lines = stderr.strip().splitlines()
+    out.message = (lines[-1] if lines else "")[:300]
+    if code == 7:
+        out.result = "gate_tripped"
+        if len(lines) != 1 or not lines[0].startswith("traceql: diff: "):
+            out.problems.append(f"gate output is not one 'traceql: diff:' line: {stderr[:400]!r}")
+        if a == b and a in ("1", "2"):
+            out.problems.append("a trace compared with itself trips the gate")
+    else:
+        problem = _one_line_problem(code, stderr)
+        if problem:
+            out.problems.append(problem)
+        out.result = "ok" if code == 0 else EXIT_CLASSES.get(code, "FAIL")
+    if sha256(db) != before_ws:
+        out.problems.append("workspace changed by diff")
+    if any(sha256(Path(p)) != h for p, h in inputs.items()):
+        out.problems.append("an input file was changed")
+    left = sorted(str(p.relative_to(folder)) for p in (folder / "tmp").rglob("*"))
+    left += sorted(p.name for p in folder.iterdir() if p.name not in ("ws.duckdb", "ws.duckdb.lock", "tmp",
+                                                                   "damaged.json.gz", "empty.sqlite", "out.txt"))
+    if left:
+        out.problems.append(f"files left behind: {left}")
+    if out.problems:
+        out.result = "FAIL"
+    return out
+
+
+def run_wave(n: int = 150, seed: int = 1, jobs: int = 2, work: Path | None = None, verbose: bool = False,
+             only: set[int] | None = None, log=print) -> list[Outcome]:
+    """N variants of this wave's families, variant i of WAVE[i % 5]."""
+    global _INTERNAL
+    if not TRACES.is_dir():
+        raise SystemExit(f"no traces under {TRACES}")
+    if _INTERNAL is None:
+        _INTERNAL = _InternalErrors()
+    own = work is None
+    work = Path(tempfile.mkdtemp(prefix="traceql-fuzz-")) if own else Path(work)
+    try:
+        ctx = wave_context(work)
+        runners = {"memory": run_memory_variant, "amd": run_amd_variant, "derived": run_derived_variant,
+                   "mcp": run_mcp_variant, "gate": run_gate_variant}
+
+        def one(i):
+            kind = WAVE[i % len(WAVE)]
+            try:
+                o = runners[kind](i, seed, ctx)
+            except Exception as exc:  # noqa: BLE001 - a harness failure is a failure too
+                o = Outcome(i, "", f"{kind}:harness", "", "FAIL", [f"{type(exc).__name__}: {exc}"])
+            shutil.rmtree(work / f"v{i:04d}", ignore_errors=True)
+            return o
+
+        todo = [i for i in range(n) if only is None or i in only]
+        results = concurrent.futures.ThreadPoolExecutor(jobs).map(one, todo) if jobs > 1 else map(one, todo)
+        return _collect(results, verbose, log)
+    finally:
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _collect(results, verbose: bool, log) -> list[Outcome]:
+    """The outcomes as they come, each failing one (every one with VERBOSE) logged."""
+    outcomes = []
+    for o in results:
+        outcomes.append(o)
+        if verbose or not o.ok:
+            log(f"{o.index:4d} {o.result:24s} {o.seconds:6.2f}s {o.mutator:20s} {o.what[:150]!r}"
+                + (f"\n     -> {o.message}" if o.message and verbose else "")
+                + "".join(f"\n     !! {p}" for p in o.problems))
+    return outcomes
 
 
 def family(o: Outcome) -> str:
@@ -1057,14 +1635,18 @@ def summary(outcomes: list[Outcome], seconds: float) -> dict:
 
 
 FAMILY_TITLES = {"ingest": "damaged exports ingested", "sql": "SQL surface (`traceql sql`)",
-                 "fault": "workspace faults"}
+                 "fault": "workspace faults", "memory": "memory events (damaged exports, then report --by memory)",
+                 "amd": "AMD sources (damaged rocpd, rocprofv1, rpd databases)",
+                 "derived": "derived families built on first query (damaged workspaces)",
+                 "mcp": "MCP server tools (in-process)", "gate": "diff --gate"}
 
 
 def markdown(s: dict, args) -> str:
     lines = [
         "# Fuzz run",
         "",
-        f"`python -m tests.fuzz --variants {args.variants} --sql {args.sql} --faults {args.faults} --seed {args.seed} "
+        f"`python -m tests.fuzz --variants {args.variants} --sql {args.sql} --faults {args.faults} --wave {args.wave} "
+        f"--seed {args.seed} "
         f"--mode {args.mode} --jobs {args.jobs}` (what `make fuzz` runs), traceql at the commit that added this "
         "file's last change.",
         "",
@@ -1092,6 +1674,8 @@ def main(argv=None) -> int:
     ap.add_argument("-n", "--variants", type=int, default=300, help="damaged exports to ingest")
     ap.add_argument("--sql", type=int, default=200, help="SQL-surface variants (traceql sql)")
     ap.add_argument("--faults", type=int, default=100, help="workspace-fault variants")
+    ap.add_argument("--wave", type=int, default=150,
+                    help="variants of the memory, AMD, derived-family, MCP and diff --gate families")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-j", "--jobs", type=int, default=2, help="variants run at once (cli mode)")
     ap.add_argument("--mode", choices=("cli", "api"), default="cli",
@@ -1114,6 +1698,8 @@ def main(argv=None) -> int:
         outcomes += run_sql(args.sql, args.seed, args.jobs, args.mode, verbose=args.verbose)
     if args.faults:
         outcomes += run_faults(args.faults, args.seed, args.jobs, verbose=args.verbose)
+    if args.wave:
+        outcomes += run_wave(args.wave, args.seed, args.jobs, verbose=args.verbose, only=only)
     s = summary(outcomes, time.perf_counter() - started)
     print(f"variants {s['variants']}: failures {s['failures']}; {s['seconds']} s ({args.mode} mode, seed {args.seed})")
     for fam, counts in s["per_family"].items():

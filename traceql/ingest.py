@@ -707,6 +707,7 @@ def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str
         for trace_id in traces:
             have = [f for f in derivation.families() if trace_id not in missing.get(f, ())]
             new = [f for f in derivation.ordered(need) if trace_id in missing.get(f, ())]
+            _forget_rows(con, trace_id, new)
             derive(con, trace_id, families=set(new))
             stats_sql = derivation.stats_sql(new, have + new)
             rows = [] if stats_sql is None else con.execute(
@@ -714,7 +715,9 @@ def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str
                 [trace_id]).fetchall()
             if "pytorch" in new:
                 rows += [(trace_id, k, v, sv, d) for k, v, sv, d in plugin_stats()]
-            if rows:
+            if rows:  # a key recorded before (the family's rows were there, derived_family did not say so)
+                con.executemany("DELETE FROM ingest_stats WHERE trace_id = ? AND key = ?",
+                                sorted({(trace_id, r[1]) for r in rows}))
                 con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)", rows)
             stored.store(con, trace_id, families=have + new, only_new=new)
             derivation.record(con, trace_id, new)
@@ -723,6 +726,17 @@ def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str
         _drop_temp_objects(con)
         con.execute("DETACH raw")
     return built
+
+
+def _forget_rows(con: duckdb.DuckDBPyConnection, trace_id: int, families) -> None:
+    """Delete the trace's rows from the tables of FAMILIES before they are built: rows that a
+    workspace holds although derived_family does not list the family (its rows deleted by
+    `sql --write`) would otherwise be counted twice."""
+    present = {n for (n,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                                         "current_database() AND schema_name = 'main'").fetchall()}
+    for step in derivation.graph():
+        if step.family in families and step.table in present:
+            con.execute(f'DELETE FROM "{step.table}" WHERE trace_id = ?', [trace_id])
 
 
 def _free_staging(con: duckdb.DuckDBPyConnection, keep: tuple[str, ...] = ()) -> None:
