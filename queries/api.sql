@@ -30,13 +30,7 @@ grouped AS (
     SELECT
         CAST(NULL AS INTEGER) AS trace_id,
         name,
-        count(*) AS calls,
-        sum(dur) AS total_ns,
-        round(avg(dur), 1) AS avg_ns,
-        median(dur) AS med_ns,
-        min(dur) AS min_ns,
-        max(dur) AS max_ns,
-        round(coalesce(stddev_samp(dur), 0), 1) AS stddev_ns,
+        /* include: dur_stats */,
         string_agg(DISTINCT api_kind, ', ' ORDER BY api_kind) AS kind
     FROM input
     WHERE NOT coalesce($per_trace, false)
@@ -45,13 +39,7 @@ grouped AS (
     SELECT
         trace_id,
         name,
-        count(*) AS calls,
-        sum(dur) AS total_ns,
-        round(avg(dur), 1) AS avg_ns,
-        median(dur) AS med_ns,
-        min(dur) AS min_ns,
-        max(dur) AS max_ns,
-        round(coalesce(stddev_samp(dur), 0), 1) AS stddev_ns,
+        /* include: dur_stats */,
         string_agg(DISTINCT api_kind, ', ' ORDER BY api_kind) AS kind
     FROM input
     WHERE coalesce($per_trace, false)

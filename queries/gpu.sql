@@ -42,13 +42,7 @@ grouped AS (
         CASE WHEN $per_trace THEN trace_id END AS trace_id,
         name,
         op_kind AS category,
-        count(*) AS calls,
-        sum(dur) AS total_ns,
-        round(avg(dur), 1) AS avg_ns,
-        median(dur) AS med_ns,
-        min(dur) AS min_ns,
-        max(dur) AS max_ns,
-        round(coalesce(stddev_samp(dur), 0), 1) AS stddev_ns
+        /* include: dur_stats */
     FROM input
     GROUP BY 1, 2, 3
 )

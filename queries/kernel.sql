@@ -34,13 +34,7 @@ grouped AS (
         name,
         CAST(NULL AS VARCHAR) AS grid,
         CAST(NULL AS VARCHAR) AS block,
-        count(*) AS calls,
-        sum(dur) AS total_ns,
-        round(avg(dur), 1) AS avg_ns,
-        median(dur) AS med_ns,
-        min(dur) AS min_ns,
-        max(dur) AS max_ns,
-        round(coalesce(stddev_samp(dur), 0), 1) AS stddev_ns
+        /* include: dur_stats */
     FROM input
     WHERE NOT coalesce($per_trace OR $with_dims, false)
     GROUP BY name
@@ -50,13 +44,7 @@ grouped AS (
         name,
         CASE WHEN $with_dims THEN concat_ws('x', grid_x, grid_y, grid_z) END AS grid,
         CASE WHEN $with_dims THEN concat_ws('x', block_x, block_y, block_z) END AS block,
-        count(*) AS calls,
-        sum(dur) AS total_ns,
-        round(avg(dur), 1) AS avg_ns,
-        median(dur) AS med_ns,
-        min(dur) AS min_ns,
-        max(dur) AS max_ns,
-        round(coalesce(stddev_samp(dur), 0), 1) AS stddev_ns
+        /* include: dur_stats */
     FROM input
     WHERE coalesce($per_trace OR $with_dims, false)
     GROUP BY 1, 2, 3, 4

@@ -22,35 +22,9 @@
 -- label gb_per_s: GB/s
 -- label range_pct: Range(%) of its GPU time
 WITH input AS (
-    SELECT *
+    SELECT *, coalesce(mem_kind, 'Unknown') AS kind
     FROM memset
     WHERE ($trace_id IS NULL OR trace_id = $trace_id)
       AND /* where */ TRUE
 ),
-grouped AS (
-    SELECT
-        CASE WHEN $per_trace THEN trace_id END AS trace_id,
-        coalesce(mem_kind, 'Unknown') AS kind,
-        count(*) AS calls,
-        sum(dur) AS total_ns,
-        round(avg(dur), 1) AS avg_ns,
-        median(dur) AS med_ns,
-        min(dur) AS min_ns,
-        max(dur) AS max_ns,
-        round(coalesce(stddev_samp(dur), 0), 1) AS stddev_ns,
-        sum(bytes) AS total_bytes,
-        round(avg(bytes), 1) AS avg_bytes,
-        min(bytes) AS min_bytes,
-        max(bytes) AS max_bytes
-    FROM input
-    GROUP BY 1, 2
-)
-SELECT
-    trace_id, kind, calls,
-    TRY_CAST(total_ns AS BIGINT) AS total_ns,
-    100.0 * total_ns / nullif(sum(total_ns) OVER (PARTITION BY trace_id), 0) AS pct,
-    avg_ns, med_ns, min_ns, max_ns, stddev_ns,
-    TRY_CAST(total_bytes AS BIGINT) AS total_bytes, avg_bytes, min_bytes, max_bytes,
-    CAST(total_bytes AS DOUBLE) / nullif(total_ns, 0) AS gb_per_s
-FROM grouped
-ORDER BY trace_id NULLS FIRST, total_ns DESC, kind;
+/* include: transfer_report */

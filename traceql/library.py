@@ -17,6 +17,12 @@ name. The header comment gives a one-line description and the parameters:
 Queries in a sub-folder are named by their path: queries/analyze/gpu_gaps.sql is the query
 'analyze/gpu_gaps' (the rules of `traceql analyze`).
 
+SQL that several queries share is written once, in queries/_include/NAME.sql, and stands in a
+query as a comment `/* include: NAME */`, which the library replaces by that file's SQL (its
+leading comment lines dropped, its lines indented as the comment is) when it reads the query: a
+Query's sql is plain SQL that DuckDB runs and sqlglot translates to Spark SQL as it is. An
+included file may include others.
+
 Parameters are bound by DuckDB ($name placeholders), never pasted into the SQL. The one
 exception is a report's `--where` filter, checked and rebuilt by traceql.where before it
 replaces the query's `/* where */ TRUE` marker.
@@ -49,6 +55,7 @@ _COLUMN = re.compile(r"^--\s*column\s+(\w+)(?:\s+if\s+((?:not\s+)?\w+))?:\s*(.+)
 _LABEL = re.compile(r"^--\s*label\s+(\w+):\s*(.+)$")
 _DEFAULT = re.compile(r"^--\s*default\s+(\w+):\s*(.+)$")
 _SHOWN = re.compile(r"^--\s*shown:\s*(.+)$")
+_INCLUDE = re.compile(r"/\*\s*include:\s*([\w-]+)\s*\*/")
 
 
 @dataclass
@@ -96,8 +103,29 @@ def parse(name: str, text: str, origin: str | None = None) -> Query:
     shown = [[c.strip() for c in m.group(1).split(",") if c.strip()] for m in map(_SHOWN.match, lines) if m]
     if shown and set(shown[0]) - set(columns):
         raise ValueError(f"'-- shown:' names undocumented columns: {sorted(set(shown[0]) - set(columns))}")
-    return Query(name, head.group(2).strip(), text, params, inputs[0] if inputs else None,
+    return Query(name, head.group(2).strip(), expand(text), params, inputs[0] if inputs else None,
                  columns, labels, origin, defaults, shown[0] if shown else None)
+
+
+def expand(text: str, _seen: tuple = ()) -> str:
+    """text with each `/* include: NAME */` replaced by the SQL of queries/_include/NAME.sql
+    (see the module's documentation). Raises ValueError for an unknown or circular include."""
+    def one(match: re.Match) -> str:
+        name = match.group(1)
+        if name in _seen:
+            raise ValueError(f"includes itself through {' -> '.join(_seen + (name,))}")
+        entry = resources.files("traceql.queries") / "_include" / f"{name}.sql"
+        if not entry.is_file():
+            raise ValueError(f"/* include: {name} */: no file queries/_include/{name}.sql")
+        lines = entry.read_text(encoding="utf-8").rstrip().splitlines()
+        while lines and (not lines[0].strip() or lines[0].lstrip().startswith("--")):
+            lines.pop(0)
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        indent = re.match(r"[ \t]*", text[line_start:match.start()]).group(0)
+        body = expand("\n".join(lines), _seen + (name,))
+        return body.replace("\n", "\n" + indent)
+
+    return _INCLUDE.sub(one, text)
 
 
 def _value(text: str):

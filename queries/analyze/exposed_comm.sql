@@ -47,30 +47,12 @@ WITH cat AS (
 comm AS (
     SELECT * FROM cat WHERE category = 'communication'
 ),
-compute AS (
+busy_ops AS (  -- the compute kernels of the GPUs that communicate
     SELECT c.* FROM cat c SEMI JOIN (SELECT DISTINCT trace_id, device_id FROM comm) d
       ON d.trace_id = c.trace_id AND d.device_id IS NOT DISTINCT FROM c.device_id
     WHERE c.category = 'compute'
 ),
-swept AS (
-    SELECT *, max(end_ts) OVER (PARTITION BY trace_id, device_id ORDER BY ts, end_ts, op_id
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
-    FROM compute
-),
-numbered AS (
-    SELECT *, sum(CASE WHEN reach IS NULL OR ts > reach THEN 1 ELSE 0 END)
-                  OVER (PARTITION BY trace_id, device_id ORDER BY ts, end_ts, op_id ROWS UNBOUNDED PRECEDING) AS island
-    FROM swept
-),
-islands AS (
-    SELECT trace_id, device_id, island, min(ts) AS ts, max(end_ts) AS end_ts
-    FROM numbered GROUP BY trace_id, device_id, island
-),
-covered AS (
-    SELECT *, coalesce(sum(end_ts - ts) OVER (PARTITION BY trace_id, device_id ORDER BY ts
-                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-    FROM islands
-),
+/* include: busy_islands */,
 at_start AS (
     SELECT k.trace_id, k.op_id, coalesce(c.before_ns + least(k.ts, c.end_ts) - c.ts, 0) AS covered_ns
     FROM comm k

@@ -103,25 +103,10 @@ at_os AS (
     ASOF JOIN oscalls o ON o.trace_id = g.trace_id AND o.pid = g.pid AND o.tid = g.tid AND o.ts <= g.ts
     WHERE o.end_ts > g.ts
 ),
-pushpop AS (
-    SELECT trace_id, pid, tid, depth, ts, coalesce(ts + dur, 9223372036854775807) AS end_ts, path
-    FROM nvtx_range WHERE style = 'push/pop' AND ($trace_id IS NULL OR trace_id = $trace_id)
+probe_at AS (  -- the start of each gap on the thread that launched the operation after it
+    SELECT trace_id, next_op_id, pid, tid, ts FROM gaps
 ),
-levels AS (
-    SELECT DISTINCT trace_id, pid, tid, depth FROM pushpop
-),
-probes AS (
-    SELECT g.trace_id, g.next_op_id, g.pid, g.tid, v.depth, g.ts
-    FROM gaps g JOIN levels v ON v.trace_id = g.trace_id AND v.pid = g.pid AND v.tid = g.tid
-),
-at_range AS (
-    SELECT p.trace_id, p.next_op_id, arg_max(r.path, r.depth) AS range_path
-    FROM probes p
-    ASOF JOIN pushpop r
-      ON r.trace_id = p.trace_id AND r.pid = p.pid AND r.tid = p.tid AND r.depth = p.depth AND r.ts <= p.ts
-    WHERE r.end_ts > p.ts
-    GROUP BY p.trace_id, p.next_op_id
-),
+/* include: innermost_range */,
 overhead AS (
     SELECT trace_id, pid, ts,
            max(ts + dur) OVER (PARTITION BY trace_id, pid ORDER BY ts, dur ROWS UNBOUNDED PRECEDING) AS reach

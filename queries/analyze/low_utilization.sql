@@ -34,34 +34,16 @@
 -- an ASOF join at each chunk boundary. No interval join. A CUDA graph traced whole (graph_exec)
 -- is one operation from its start to its end, so a chunk inside one is busy.
 -- Graph executions are keyed by -1 - graph_exec.exec_row_id (gpu_op.op_id is never negative).
-WITH ops AS (
+WITH busy_ops AS (
     SELECT trace_id, device_id, op_id, ts, ts + dur AS end_ts
     FROM gpu_op WHERE ($trace_id IS NULL OR trace_id = $trace_id)
     UNION ALL
     SELECT trace_id, device_id, -1 - exec_row_id, ts, ts + dur
     FROM graph_exec WHERE ($trace_id IS NULL OR trace_id = $trace_id)
 ),
-swept AS (
-    SELECT *, max(end_ts) OVER (PARTITION BY trace_id, device_id ORDER BY ts, end_ts, op_id
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
-    FROM ops
-),
-numbered AS (
-    SELECT *, sum(CASE WHEN reach IS NULL OR ts > reach THEN 1 ELSE 0 END)
-                  OVER (PARTITION BY trace_id, device_id ORDER BY ts, end_ts, op_id ROWS UNBOUNDED PRECEDING) AS island
-    FROM swept
-),
-islands AS (
-    SELECT trace_id, device_id, island, min(ts) AS ts, max(end_ts) AS end_ts
-    FROM numbered GROUP BY trace_id, device_id, island
-),
-covered AS (
-    SELECT *, coalesce(sum(end_ts - ts) OVER (PARTITION BY trace_id, device_id ORDER BY ts
-                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-    FROM islands
-),
+/* include: busy_islands */,
 span AS (
-    SELECT trace_id, device_id, min(ts) AS first_ts, max(end_ts) AS last_end FROM ops GROUP BY trace_id, device_id
+    SELECT trace_id, device_id, min(ts) AS first_ts, max(end_ts) AS last_end FROM busy_ops GROUP BY trace_id, device_id
 ),
 chunks AS (
     SELECT trace_id, device_id, first_ts, last_end, unnest(range($chunks)) AS chunk FROM span WHERE last_end > first_ts
@@ -115,27 +97,12 @@ metric AS (  -- each sample in the chunk that started last before it
     WHERE m.ts < b.end_ts
     GROUP BY ALL
 ),
-pushpop AS (
-    SELECT trace_id, pid, tid, depth, ts, coalesce(ts + dur, 9223372036854775807) AS end_ts, path
-    FROM nvtx_range WHERE style = 'push/pop' AND ($trace_id IS NULL OR trace_id = $trace_id)
-),
-levels AS (
-    SELECT DISTINCT trace_id, pid, tid, depth FROM pushpop
-),
-probes AS (
-    SELECT w.trace_id, w.device_id, w.chunk, m.pid, m.tid, v.depth, w.mid
+probe_at AS (  -- the middle of each low chunk on the GPU's main launching thread
+    SELECT w.trace_id, w.device_id, w.chunk, m.pid, m.tid, w.mid AS ts
     FROM low w
     JOIN main_thread m ON m.trace_id = w.trace_id AND m.device_id IS NOT DISTINCT FROM w.device_id
-    JOIN levels v ON v.trace_id = m.trace_id AND v.pid = m.pid AND v.tid = m.tid
 ),
-at_range AS (
-    SELECT p.trace_id, p.device_id, p.chunk, arg_max(r.path, r.depth) AS range_path
-    FROM probes p
-    ASOF JOIN pushpop r
-      ON r.trace_id = p.trace_id AND r.pid = p.pid AND r.tid = p.tid AND r.depth = p.depth AND r.ts <= p.mid
-    WHERE r.end_ts > p.mid
-    GROUP BY p.trace_id, p.device_id, p.chunk
-)
+/* include: innermost_range */
 SELECT
     w.trace_id, w.device_id, w.chunk, w.ts, w.ts - t.start_ts AS at_ns, w.chunk_ns, w.busy_ns, w.util_pct,
     w.chunk_ns - w.busy_ns AS recoverable_ns, mt.sm_active_pct, r.range_path, m.pid, m.tid, th.thread_name AS thread

@@ -98,25 +98,10 @@ idle_after AS (
     ASOF JOIN gaps g ON g.trace_id = s.trace_id AND g.device_id = s.device_id AND g.ts <= s.end_ts
     WHERE g.ts >= s.ts
 ),
-pushpop AS (
-    SELECT trace_id, pid, tid, depth, ts, coalesce(ts + dur, 9223372036854775807) AS end_ts, path, range_id
-    FROM nvtx_range WHERE style = 'push/pop' AND ($trace_id IS NULL OR trace_id = $trace_id)
+probe_at AS (  -- the start of each synchronizing call on its thread
+    SELECT trace_id, sync_id, pid, tid, ts FROM syncs
 ),
-levels AS (
-    SELECT DISTINCT trace_id, pid, tid, depth FROM pushpop
-),
-probes AS (
-    SELECT s.trace_id, s.sync_id, s.pid, s.tid, v.depth, s.ts
-    FROM syncs s JOIN levels v ON v.trace_id = s.trace_id AND v.pid = s.pid AND v.tid = s.tid
-),
-at_range AS (
-    SELECT p.trace_id, p.sync_id, arg_max(r.path, r.depth) AS range_path, arg_max(r.range_id, r.depth) AS range_id
-    FROM probes p
-    ASOF JOIN pushpop r
-      ON r.trace_id = p.trace_id AND r.pid = p.pid AND r.tid = p.tid AND r.depth = p.depth AND r.ts <= p.ts
-    WHERE r.end_ts > p.ts
-    GROUP BY p.trace_id, p.sync_id
-)
+/* include: innermost_range */
 SELECT
     s.trace_id, s.call, s.kind, s.ts, s.ts - t.start_ts AS at_ns, s.wait_ns,
     coalesce(i.gap_ns, 0) AS gpu_idle_ns, coalesce(i.gap_ns, 0) AS recoverable_ns,
