@@ -17,12 +17,8 @@
 -- column busy_pct: busy_ns as a percentage of span_ns (the trace span, not the GPU's own first-to-last span)
 -- label pct: Time(%) of all GPU operations
 -- label busy_pct: Busy(%) of trace span
-WITH ops AS (
-    SELECT * FROM gpu_op
-    UNION ALL  -- executions of CUDA graphs traced whole (graph_exec), with gpu_op's columns (queries/gpu.sql)
-    SELECT trace_id, 'graph', CAST(NULL AS BIGINT), device_id, stream_id, pid, correlation_id, ts, dur,
-           '[CUDA graph ' || coalesce(CAST(graph_id AS VARCHAR), '?') || ']', CAST(NULL AS BIGINT)
-    FROM graph_exec
+WITH ops AS (  -- GPU operations and executions of CUDA graphs traced whole (graph_exec)
+    /* include: gpu_work(graph_op_id = CAST(NULL AS BIGINT)) */
 ),
 input AS (
     SELECT *
@@ -32,10 +28,7 @@ input AS (
 ),
 -- sweep in start order: each operation adds the part of it that ends after every earlier one
 swept AS (
-    SELECT *,
-           max(ts + dur) OVER (PARTITION BY trace_id, device_id ORDER BY ts, dur
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
-    FROM input
+    /* include: busy_sweep(rows = input; partition = trace_id, device_id; order = ts, dur) */
 ),
 per_device AS (
     SELECT

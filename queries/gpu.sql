@@ -23,13 +23,7 @@
 -- filters them as it filters the rest. Their launching call (api_id, NULL for gpu_op rows) is what a
 -- --range filter (traceql/rangefilter.py) looks at for them.
 WITH ops AS (
-    SELECT trace_id, op_kind, op_id, device_id, stream_id, pid, correlation_id, ts, dur, name, bytes,
-           CAST(NULL AS BIGINT) AS api_id
-    FROM gpu_op
-    UNION ALL
-    SELECT trace_id, 'graph', CAST(NULL AS BIGINT), device_id, stream_id, pid, correlation_id, ts, dur,
-           '[CUDA graph ' || coalesce(CAST(graph_id AS VARCHAR), '?') || ']', CAST(NULL AS BIGINT), api_id
-    FROM graph_exec
+    /* include: gpu_work(graph_op_id = CAST(NULL AS BIGINT)) */
 ),
 input AS (
     SELECT *

@@ -47,7 +47,7 @@ SELECT
     row_number() OVER (PARTITION BY CASE WHEN $per_trace THEN k.trace_id END ORDER BY k.trace_id, k.ts, k.kernel_id) AS idx,
     o.seq, o.altseq, l.tid, o.layer, sk.trace, CASE o.direction WHEN 'forward' THEN 'fprop' WHEN 'backward' THEN 'bprop' END AS dir, o.call_index AS sub,
     pc.module AS mod,
-    CASE WHEN pc.name = 'linear' AND pc.module = 'torch.nn.functional' AND o.op_family <> 'matmul' THEN 'bias'
+    CASE WHEN /* include: pyprof_bias(call = pc; family = o.op_family) */ THEN 'bias'
          WHEN pc.range_id IS NOT NULL THEN pc.name
          WHEN o.direction = 'backward' THEN coalesce(f.name, c.name)
          ELSE coalesce(c.name, m.name) END AS op,

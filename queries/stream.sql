@@ -20,12 +20,8 @@
 -- column first_ts: start of the stream's first operation (ns, trace clock); the earliest over traces unless per_trace
 -- column last_end_ts: end of the stream's last operation (ns, trace clock); the latest over traces unless per_trace
 -- label pct: Time(%) of all GPU operations
-WITH ops AS (
-    SELECT * FROM gpu_op
-    UNION ALL  -- executions of CUDA graphs traced whole (graph_exec), with gpu_op's columns (queries/gpu.sql)
-    SELECT trace_id, 'graph', CAST(NULL AS BIGINT), device_id, stream_id, pid, correlation_id, ts, dur,
-           '[CUDA graph ' || coalesce(CAST(graph_id AS VARCHAR), '?') || ']', CAST(NULL AS BIGINT)
-    FROM graph_exec
+WITH ops AS (  -- GPU operations and executions of CUDA graphs traced whole (graph_exec)
+    /* include: gpu_work(graph_op_id = CAST(NULL AS BIGINT)) */
 ),
 input AS (
     SELECT *
@@ -35,10 +31,7 @@ input AS (
 ),
 -- sweep in start order: each operation adds the part of it that ends after every earlier one
 swept AS (
-    SELECT *,
-           max(ts + dur) OVER (PARTITION BY trace_id, device_id, stream_id ORDER BY ts, dur
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
-    FROM input
+    /* include: busy_sweep(rows = input; partition = trace_id, device_id, stream_id; order = ts, dur) */
 ),
 grouped AS (
     SELECT

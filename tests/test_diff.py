@@ -382,13 +382,13 @@ def test_one_gpu_on_each_side_aligns_across_device_ids():
 
 
 def test_side_query_joins_are_linear(pair):
-    """queries/diff/side.sql runs on whole workspaces: every join a hash join on equality keys
+    """queries/_internal/diff_side.sql runs on whole workspaces: every join a hash join on equality keys
     (test_join_plans' checker), in the workspace of six traces of three formats."""
     from traceql import library
 
     from .test_join_plans import _bad_joins, _operators
 
-    q = library.get("diff/side")
+    q = library.get("_internal/diff_side")
     with traceql.open(pair["db"]) as ws:
         for params in ({"trace_id": None, "kernel_key": "name", "trim": 0.2},
                        {"trace_id": 4, "kernel_key": "short_name", "trim": 0.0}):

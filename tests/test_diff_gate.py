@@ -284,14 +284,14 @@ def test_golden_output_and_its_wording(runs):
 
 
 def test_per_iteration_query_joins_are_linear(runs):
-    """queries/diff/per_iteration.sql: every join a hash join on equality keys, for each anchor kind."""
+    """queries/_internal/diff_per_iteration.sql: every join a hash join on equality keys, for each anchor kind."""
     import json
 
     from traceql import library
 
     from .test_join_plans import _bad_joins, _operators
 
-    q = library.get("diff/per_iteration")
+    q = library.get("_internal/diff_per_iteration")
     with traceql.open(runs["db"]) as ws:
         for params in ({"trace_id": None, "anchor_source": "ProfilerStep", "anchor_family": "ProfilerStep##"},
                        {"trace_id": 2, "anchor_source": "kernel pace", "anchor_family": HEAVY, "anchor_leaf": True}):

@@ -170,7 +170,7 @@ def test_nsys_device_busy_and_gpu_report(ws, rel):
     got = w.report("device", trace_id=ids[rel])
     assert {r["device_id"]: r["busy_ns"] for r in got.to_pylist()} == expected
     assert {r["device_id"]: r["calls"] for r in got.to_pylist()} == {d: len(iv) for d, iv in per_device.items()}
-    busy = {r["device_id"]: r["busy_ns"] for r in w.query("gpu_busy", trace_id=ids[rel]).to_pylist()}
+    busy = {r["device_id"]: r["busy_ns"] for r in w.query("_internal/gpu_busy", trace_id=ids[rel]).to_pylist()}
     assert {d: b for d, b in busy.items() if d in expected} == expected
     stored = w.sql("SELECT device_id, ops, busy_ns FROM device_busy WHERE trace_id = $t", {"t": ids[rel]})
     assert {r["device_id"]: (r["ops"], r["busy_ns"]) for r in stored.to_pylist()} == \

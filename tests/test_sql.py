@@ -383,8 +383,10 @@ def test_queries_lists_the_library(ws_path):
         for p, doc in q.params.items():
             assert f"  --param {p}: {doc}" in out
     assert out[-1].startswith(f"{len(library.library())} queries; ")
-    one = run("queries", "traces").stdout
-    assert one.startswith("traces: ") and "SELECT trace_id, path" in one
+    # the internal tier (queries/_internal/) is not listed: it is what commands run for themselves
+    assert library.internal() and not any(line.startswith(("_internal/", "traces: ", "timeline: ")) for line in out)
+    one = run("queries", "jobs").stdout
+    assert one.startswith("jobs: ") and "WITH t AS (" in one
     assert error_of(run("queries", "nope")).startswith("traceql: error: no query 'nope'; queries: api, ")
 
 

@@ -10,7 +10,8 @@ from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, co
 from traceql.sqlcheck import Catalog, check_names
 
 CONTRACT = CONTRACT_TABLES + CONTRACT_VIEWS
-QUERIES = sorted(library.library())
+BUILTIN = {**library.library(), **library.internal()}  # the internal tier is checked alike
+QUERIES = sorted(BUILTIN)
 
 
 @pytest.mark.parametrize("view", CONTRACT)
@@ -38,7 +39,7 @@ def test_schema_prints_every_view_and_column():
 
 
 def _tree(name):
-    q = library.library()[name]
+    q = BUILTIN[name]
     try:
         trees = [t for t in sqlglot.parse(q.sql, read="duckdb") if t is not None]
     except sqlglot.errors.ParseError as exc:
@@ -50,7 +51,7 @@ def _tree(name):
 
 @pytest.mark.parametrize("name", QUERIES)
 def test_query_has_a_description(name):
-    q = library.library()[name]
+    q = BUILTIN[name]
     assert len(q.description) >= 10, f"queries/{name}.sql: the description on its first line is too short"
     for param, doc in q.params.items():
         assert doc.strip(), f"queries/{name}.sql: parameter {param} needs a description"

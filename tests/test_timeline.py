@@ -371,7 +371,7 @@ def test_parts_give_the_same_timeline(workspace, tmp_path, monkeypatch):
                                  sort_keys=True) for ev in doc["traceEvents"] if ev["ph"] != "M")
 
     start = middle(workspace)[0]
-    query = library.get("timeline")
+    query = library.get("_internal/timeline")
     with traceql.open(workspace) as ws:
         ws.export_perfetto(tmp_path / "one.json", start=start)
         monkeypatch.setattr(timeline, "PART_ROWS", 50)

@@ -12,13 +12,13 @@ from traceql.transpile import UntranslatableError, to_spark
 # The documented gaps (docs/spark.md): nothing else may fail to translate.
 GAPS = {
     "analyze/exposed_comm": "ASOF JOIN", "analyze/gpu_gaps": "ASOF JOIN", "analyze/low_utilization": "ASOF JOIN",
-    "analyze/sync_calls": "ASOF JOIN", "memory": "ASOF JOIN", "timeline": "to_json()",
+    "analyze/sync_calls": "ASOF JOIN", "memory": "ASOF JOIN", "_internal/timeline": "to_json()",
 }
 
 
 def test_every_library_query_translates_but_the_documented_gaps():
     refused = {}
-    for name, q in library.collection(()).items():
+    for name, q in {**library.collection(()), **library.internal()}.items():
         try:
             spark_sql, tables = to_spark(q.sql, tables=True)
         except UntranslatableError as exc:

@@ -91,7 +91,7 @@ def folded(ws, trace_id: int | None = None) -> list[tuple[str, int]]:
     the kernel's name as the innermost frame, joined by ';'. Kernels without a stack are
     '[no stack];<kernel>', so the values add up to the kernels' summed time. A stack without
     user frames keeps all of its frames. Several traces: each line starts with 'trace N'."""
-    rows = ws.query("folded", trace_id=trace_id).to_pylist()  # queries/folded.sql
+    rows = ws.query("_internal/folded", trace_id=trace_id).to_pylist()  # queries/_internal/folded.sql
     several = len({r["trace_id"] for r in rows}) > 1
     out = []
     for r in rows:

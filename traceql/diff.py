@@ -5,7 +5,7 @@ workspace that is removed afterwards; a trace id of the workspace (--db); or a w
 of whose traces make one side (the ranks of one job). The two sides may be of different formats:
 they meet in the contract's views, aligned by names.
 
-Alignment. queries/diff/side.sql runs on each side where its rows live and gives, per key, the
+Alignment. queries/_internal/diff_side.sql runs on each side where its rows live and gives, per key, the
 count, sum, mean, variance, median, min and max of its instances' durations: kernels by name (or
 short name), PyTorch ops by name and direction (GPU time per op call), NVTX ranges by path (CPU time
 per instance, and the GPU busy time of the work launched inside), API calls by name, copies by
@@ -17,7 +17,7 @@ again.
 
 Iterations, found jointly. Each side's own iterations come from analyze's `iterations` rule
 (ProfilerStep, a repeating NVTX range, or a kernel's pace). Both sides then take ONE anchor: each
-side's own (A's first) is tried on both (queries/diff/per_iteration.sql; an NVTX family that is
+side's own (A's first) is tried on both (queries/_internal/diff_per_iteration.sql; an NVTX family that is
 nested differently on the other side is matched by its own range name), and the first that gives
 3 or more iterations on each side is used for both. When none does, the note says why (which
 anchor has how many iterations where) and whole traces are compared.
@@ -25,7 +25,7 @@ anchor has how many iterations where) and whole traces are compared.
 Paired. With one anchor on both sides the two are iterations of one program: iteration k of A
 is compared with iteration k of B (the first, warm-up, left out when both have 4 or more), up to
 the shorter side. Per row of the headline (iteration time, GPU operation time per iteration) and
-per kernel, PyTorch op and NVTX range, its time in each iteration (diff/per_iteration: GPU work
+per kernel, PyTorch op and NVTX range, its time in each iteration (_internal/diff_per_iteration: GPU work
 by the iteration its launching call started in) gives differences B - A, tested by the
 one-sample trimmed t-test (stats.paired; a key absent in an iteration counts 0 there). Those rows
 take this test (t, df, p_value, q_value) and read as one estimate: time_a_ns A's trimmed mean time
@@ -47,7 +47,7 @@ Statistics unpaired, per row present on both sides (compare(); the formulas are 
   making one; trim 0 gives the plain Welch's test. With one instance on one side the other side's
   variance stands for both; with one on each side there is no noise estimate ('untested').
   Kernels, op calls, copies and memsets are tested within strata (launch configuration, input
-  sizes and dtypes, bytes: queries/diff/side.sql), the strata both sides have combined, each
+  sizes and dtypes, bytes: queries/_internal/diff_side.sql), the strata both sides have combined, each
   weighted by its share of the key's calls on the two sides (stats.yuen_stratified): one name
   at several shapes varies far more across shapes than run to run, and pooled, a slowdown of
   one shape would drown in that spread. effect_pct is that weighted change.
@@ -132,7 +132,7 @@ class Side:
 @dataclass
 class SideStats:
     side: Side
-    rows: dict              # (section, key) -> the row of queries/diff/side.sql
+    rows: dict              # (section, key) -> the row of queries/_internal/diff_side.sql
     traces: list            # trace rows: trace_id, path, source_format, exporter_version
     iterations: int | None  # None: no iterations detected
     iteration_durs: list = field(default_factory=list)
@@ -140,7 +140,7 @@ class SideStats:
     iteration_family: str | None = None
     strata: dict = field(default_factory=dict)  # (section, key) -> {stratum: row}: like-for-like groups
     iteration_note: str | None = None  # why the iterations rule abstained
-    per_iter: dict = field(default_factory=dict)  # (section, key) -> {iteration: summed ns}: diff/per_iteration
+    per_iter: dict = field(default_factory=dict)  # (section, key) -> {iteration: summed ns}: _internal/diff_per_iteration
     communication: set = field(default_factory=set)  # (section, key) of communication kernels and ops
     anchor: tuple | None = None  # (source, family) of the iterations, the same on both sides when paired
     hardware: dict = field(default_factory=dict)  # what the warnings compare: GPUs, exporter versions
@@ -188,7 +188,7 @@ def _side_stats(ws, side: Side, kernel_key: str, trim: float) -> SideStats:
     from .results import tidy
 
     ws.check_trace(side.trace_id)
-    q = library.get("diff/side")
+    q = library.get("_internal/diff_side")
     table = tidy(ws.execute(q.sql, library.bind(q, {"trace_id": side.trace_id, "kernel_key": kernel_key,
                                                                  "trim": trim}))
                  .to_arrow_table())
@@ -230,11 +230,11 @@ MIN_ITERATIONS = 3  # fewest iterations of the joint anchor on each side (analyz
 
 
 def _per_iteration(ws, side: Side, anchor: tuple, kernel_key: str, leaf: bool = False) -> tuple[dict, set]:
-    """queries/diff/per_iteration.sql on one side for ANCHOR (source, family): {(section, key):
+    """queries/_internal/diff_per_iteration.sql on one side for ANCHOR (source, family): {(section, key):
     {iteration: ns}} and the communication keys. leaf: NVTX ranges by their own name."""
     from . import library
 
-    q = library.get("diff/per_iteration")
+    q = library.get("_internal/diff_per_iteration")
     rows = ws.execute(q.sql, library.bind(q, {"trace_id": side.trace_id, "anchor_source": anchor[0],
                                               "anchor_family": anchor[1], "kernel_key": kernel_key,
                                               "anchor_leaf": leaf})).fetchall()
@@ -453,7 +453,7 @@ def _gated(r: dict) -> bool:
 def _paired_iterations(a: SideStats, b: SideStats) -> list[int]:
     """The iterations compared pairwise: k on A against k on B, from the second (the first is
     warm-up) when both sides have 4 or more, up to the shorter side's count (at most the first
-    max_iterations of diff/per_iteration)."""
+    max_iterations of _internal/diff_per_iteration)."""
     n = min(len(a.iteration_durs), len(b.iteration_durs))
     return list(range(2 if n >= 4 else 1, n + 1))
 

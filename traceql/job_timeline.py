@@ -118,7 +118,7 @@ def export_job_perfetto(ws, output, trace_ids: list[int], start=None, end=None, 
     output = checked_output(output, overwrite)
 
     result = TimelineResult(output, None, start_ns, end_ns)
-    query = library.get("timeline")
+    query = library.get("_internal/timeline")
     plans = []
     total = 0
     for i, p in enumerate(placed):  # each trace's window and origin on its own clock

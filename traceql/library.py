@@ -17,11 +17,17 @@ name. The header comment gives a one-line description and the parameters:
 Queries in a sub-folder are named by their path: queries/analyze/gpu_gaps.sql is the query
 'analyze/gpu_gaps' (the rules of `traceql analyze`).
 
-SQL that several queries share is written once, in queries/_include/NAME.sql, and stands in a
-query as a comment `/* include: NAME */`, which the library replaces by that file's SQL (its
-leading comment lines dropped, its lines indented as the comment is) when it reads the query: a
-Query's sql is plain SQL that DuckDB runs and sqlglot translates to Spark SQL as it is. An
-included file may include others.
+Internal queries, those that commands run for their own output (the summary's header, the
+Perfetto timeline, flame graphs, plots, the diff's sides), live in queries/_internal/ and are
+named '_internal/<file name>' (Perfetto's _private convention): `traceql queries` and library()
+list the reports and the user-facing queries only; get('_internal/NAME') reads one, internal()
+lists them. They follow the same conventions and checks as the others, and may change without
+notice: they are not part of the contract.
+
+SQL that several queries share is written once, in schemas/include/NAME.sql, and stands in a
+query as a comment `/* include: NAME */` or `/* include: NAME(slot = SQL; slot = SQL) */`, which
+the library replaces by that file's SQL when it reads the query (traceql.resources.expand): a
+Query's sql is plain SQL that DuckDB runs and sqlglot translates to Spark SQL as it is.
 
 Parameters are bound by DuckDB ($name placeholders), never pasted into the SQL. The one
 exception is a report's `--where` filter, checked and rebuilt by traceql.where before it
@@ -45,8 +51,10 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
+from .resources import expand
 
 ENV = "TRACEQL_QUERIES"
+INTERNAL = "_internal"  # queries/_internal/: the internal tier (see the module's documentation)
 
 _HEAD = re.compile(r"^--\s*([\w/-]+):\s*(.+)$")
 _PARAM = re.compile(r"^--\s*param\s+(\w+):\s*(.+)$")
@@ -107,27 +115,6 @@ def parse(name: str, text: str, origin: str | None = None) -> Query:
                  columns, labels, origin, defaults, shown[0] if shown else None)
 
 
-def expand(text: str, _seen: tuple = ()) -> str:
-    """text with each `/* include: NAME */` replaced by the SQL of queries/_include/NAME.sql
-    (see the module's documentation). Raises ValueError for an unknown or circular include."""
-    def one(match: re.Match) -> str:
-        name = match.group(1)
-        if name in _seen:
-            raise ValueError(f"includes itself through {' -> '.join(_seen + (name,))}")
-        entry = resources.files("traceql.queries") / "_include" / f"{name}.sql"
-        if not entry.is_file():
-            raise ValueError(f"/* include: {name} */: no file queries/_include/{name}.sql")
-        lines = entry.read_text(encoding="utf-8").rstrip().splitlines()
-        while lines and (not lines[0].strip() or lines[0].lstrip().startswith("--")):
-            lines.pop(0)
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        indent = re.match(r"[ \t]*", text[line_start:match.start()]).group(0)
-        body = expand("\n".join(lines), _seen + (name,))
-        return body.replace("\n", "\n" + indent)
-
-    return _INCLUDE.sub(one, text)
-
-
 def _value(text: str):
     """A '-- default' value: an integer, a decimal number, true/false, else the text."""
     if re.fullmatch(r"-?\d+", text):
@@ -155,6 +142,14 @@ def library() -> dict[str, Query]:
         except ValueError as exc:
             raise RuntimeError(f"queries/{name}.sql {exc}") from None
     return out
+
+
+@cache
+def internal() -> dict[str, Query]:
+    """The internal queries (queries/_internal/NAME.sql, named '_internal/NAME')."""
+    root = resources.files("traceql.queries") / INTERNAL
+    return {f"{INTERNAL}/{e.name[:-4]}": builtin(f"{INTERNAL}/{e.name[:-4]}")
+            for e in sorted(root.iterdir(), key=lambda e: e.name) if e.is_file() and e.name.endswith(".sql")}
 
 
 def user_dirs(dirs=()) -> list[Path]:
@@ -197,7 +192,9 @@ def collection(dirs=()) -> dict[str, Query]:
 def builtin(name: str) -> Query | None:
     """The built-in query NAME alone, its file read and parsed without the rest of the library
     (a report reads one query: parsing all of them cost a start-up of the CLI 10-20 ms)."""
-    if not re.fullmatch(r"[\w-]+(/[\w-]+)?", name) or any(part.startswith("_") for part in name.split("/")):
+    parts = name.split("/")
+    if not re.fullmatch(r"[\w-]+(/[\w-]+)?", name) or any(part.startswith("_") for part in parts) \
+            and not (len(parts) == 2 and parts[0] == INTERNAL and not parts[1].startswith("_")):
         return None
     entry = resources.files("traceql.queries")
     for part in name.split("/"):
@@ -214,6 +211,11 @@ def builtin(name: str) -> Query | None:
 
 
 def get(name: str, dirs=()) -> Query:
+    if name.startswith(INTERNAL + "/"):
+        found = builtin(name)
+        if found is None:
+            raise UsageError(f"no internal query {name!r}; internal queries: {', '.join(internal())}")
+        return found
     if not (dirs or os.environ.get(ENV)):
         found = builtin(name)
         if found is not None:

@@ -8,7 +8,7 @@ figure's own layout: one step's parts add up). --by kernel ranks kernels by GPU
 time, --by op PyTorch ops by forward and backward GPU time. Bars are horizontal so that long
 names stay readable; names longer than a label's width are cut with an ellipsis. --by memory is
 a line chart instead: each GPU's allocated (and reserved) device memory over time, as steps
-(queries/memory_levels.sql), with the iterations (ProfilerStep ranges) marked.
+(queries/_internal/memory_levels.sql), with the iterations (ProfilerStep ranges) marked.
 
 matplotlib is an optional dependency (`pip install 'traceql[plot]'`). Figures are built with
 the Agg canvas, never pyplot, so plotting works without a display and leaves no global state.
@@ -256,7 +256,7 @@ def _memory_figure(ws, trace_id, title, figure_cls, canvas_cls):
         if len(ids) != 1:
             raise UsageError("--by memory draws one trace: choose it with --trace ID")
         trace_id = ids[0]
-    q = library.get("memory_levels")
+    q = library.get("_internal/memory_levels")
     rows = ws.execute(q.sql, library.bind(q, {"trace_id": trace_id})).to_arrow_table().to_pylist()
     levels = [r for r in rows if r["kind"] == "level"]
     if not levels:

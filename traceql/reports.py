@@ -307,7 +307,7 @@ class Summary:
     traces: one row per trace shown (trace_id, path, source_format, exporter_version,
       span_ns, start_ts, end_ts).
     gpus: one row per GPU of those traces with its busy time and share of the trace span
-      (queries/gpu_busy.sql).
+      (queries/_internal/gpu_busy.sql).
     rows: the "GPU activities" (kernels by name, copies by direction, memsets) and "API calls"
       sections with nsys-stats columns: section, name, calls, total_ns, pct, avg_ns, med_ns,
       min_ns, max_ns, stddev_ns (and trace_id first with per_trace). pct is the share of the
@@ -337,6 +337,6 @@ def summary(ws, trace_id: int | None = None, per_trace: bool = False, limit: int
         import pyarrow.compute as pc
 
         rows = rows.take(pc.sort_indices(rows, sort_keys=[("trace_id", "ascending")]))
-    traces = ws.query("traces", trace_id=trace_id)
-    gpus = ws.query("gpu_busy", trace_id=trace_id)
+    traces = ws.query("_internal/traces", trace_id=trace_id)
+    gpus = ws.query("_internal/gpu_busy", trace_id=trace_id)
     return Summary(traces, gpus, rows, per_trace)

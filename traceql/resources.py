@@ -42,7 +42,52 @@ def schema_file(relpath: str):
 
 
 def read_schema(relpath: str) -> str:
-    return schema_file(relpath).read_text(encoding="utf-8")
+    """The SQL of schemas/<relpath>, its includes expanded (see expand)."""
+    return expand(schema_file(relpath).read_text(encoding="utf-8"))
+
+
+_INCLUDE = re.compile(r"/\*\s*include:\s*([\w-]+)\s*(?:\(([^*]*)\))?\s*\*/")
+_SLOT = re.compile(r"\{(\w+)\}")
+
+
+def expand(text: str, _seen: tuple = ()) -> str:
+    """text (SQL of schemas/ or queries/) with each comment `/* include: NAME */` replaced by the SQL
+    of schemas/include/NAME.sql: what several files share, written once. The included file's
+    leading comment lines (its documentation) are dropped and its lines indented as the comment
+    is; `/* include: NAME(slot = SQL; slot = SQL) */` also replaces each {slot} of the file by its
+    SQL (every slot given, none left over). An included file may include others. The result is
+    plain SQL, the same for DuckDB and for the Spark translation. Raises ValueError for an
+    unknown, circular or misfilled include."""
+    if "include:" not in text:
+        return text
+
+    def one(match: re.Match) -> str:
+        name, args = match.group(1), match.group(2)
+        if name in _seen:
+            raise ValueError(f"schemas/include/{name}.sql includes itself through {' -> '.join(_seen + (name,))}")
+        entry = schema_file(f"include/{name}.sql")
+        if not entry.is_file():
+            raise ValueError(f"/* include: {name} */: no file schemas/include/{name}.sql")
+        lines = entry.read_text(encoding="utf-8").rstrip().splitlines()
+        while lines and (not lines[0].strip() or lines[0].lstrip().startswith("--")):
+            lines.pop(0)
+        body = "\n".join(lines)
+        given = {}
+        for part in (args or "").split(";"):
+            if part.strip():
+                slot, eq, value = part.partition("=")
+                if not eq or not re.fullmatch(r"\s*\w+\s*", slot):
+                    raise ValueError(f"/* include: {name}(...) */: expected slot = SQL, got {part.strip()!r}")
+                given[slot.strip()] = " ".join(value.split())
+        wanted = set(_SLOT.findall(body))
+        if wanted != set(given):
+            raise ValueError(f"/* include: {name} */: slots {sorted(wanted)} wanted, {sorted(given)} given")
+        body = _SLOT.sub(lambda m: given[m.group(1)], body)
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        indent = re.match(r"[ \t]*", text[line_start:match.start()]).group(0)
+        return expand(body, _seen + (name,)).replace("\n", "\n" + indent)
+
+    return _INCLUDE.sub(one, text)
 
 
 def schema_exists(relpath: str) -> bool:

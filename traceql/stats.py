@@ -128,7 +128,7 @@ def welch(n1: int, m1: float, v1: float | None, n2: int, m2: float, v2: float | 
 
 
 def trimmed(values, trim: float) -> tuple[int, float, float | None]:
-    """(n, trimmed mean, winsorized variance) of VALUES, as queries/diff/side.sql computes them:
+    """(n, trimmed mean, winsorized variance) of VALUES, as queries/_internal/diff_side.sql computes them:
     the floor(trim * n) smallest and as many largest left out of the mean, and in the variance set
     to the smallest and largest kept."""
     import statistics

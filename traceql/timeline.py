@@ -27,7 +27,7 @@ exact ns. ts is on the trace clock (ns since the session start for most nsys exp
 epoch-clock traces the trace's first event is subtracted so that floats keep every ns
 (otherData.origin_ns says what was subtracted).
 
-The window: an event is written when it overlaps [start, end) (queries/timeline.sql states
+The window: an event is written when it overlaps [start, end) (queries/_internal/timeline.sql states
 the rule); events are kept whole. The JSON is written while the rows stream out of DuckDB,
 which sorts them in parts of about PART_ROWS rows by start time (see _parts), so memory
 stays flat however large the trace.
@@ -135,7 +135,7 @@ def export_perfetto(ws, output, trace_id: int | None = None, start=None, end=Non
 
     origin = first if trace["clock"] == "epoch" else 0
     result = TimelineResult(output, trace_id, start_ns, end_ns)
-    query = library.get("timeline")
+    query = library.get("_internal/timeline")
     params = library.bind(query, {"trace_id": trace_id, "start": start_ns, "end": end_ns, "origin": origin,
                                   "id_base": 0})
     total, parts = _parts(ws, query, params)
@@ -202,15 +202,15 @@ def _pick_trace(ws, trace_id):
 
 
 class _Writer:
-    """Streams the rows of queries/timeline.sql out as trace events, then the names."""
+    """Streams the rows of queries/_internal/timeline.sql out as trace events, then the names."""
 
     def __init__(self, out, ws, trace_id, origin, result: TimelineResult, ids: _Ids | None = None,
                  id_base: int = 0, first: bool = True):
         self.out = out
         self.origin = origin
         self.result = result
-        self.id_base = id_base  # added to flow ids (and, in queries/timeline.sql, async ids)
-        q = library.get("timeline_names")
+        self.id_base = id_base  # added to flow ids (and, in queries/_internal/timeline.sql, async ids)
+        q = library.get("_internal/timeline_names")
         names = ws.execute(q.sql, library.bind(q, {"trace_id": trace_id})).to_arrow_table().to_pylist()
         self.threads = {(r["pid"], r["tid"]): r for r in names if r["kind"] == "thread"}
         self.devices = {r["device_id"]: r["name"] for r in names if r["kind"] == "device"}

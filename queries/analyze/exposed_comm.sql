@@ -52,7 +52,7 @@ busy_ops AS (  -- the compute kernels of the GPUs that communicate
       ON d.trace_id = c.trace_id AND d.device_id IS NOT DISTINCT FROM c.device_id
     WHERE c.category = 'compute'
 ),
-/* include: busy_islands */,
+/* include: busy_islands(rows = busy_ops; partition = trace_id, device_id; order = ts, end_ts, op_id) */,
 at_start AS (
     SELECT k.trace_id, k.op_id, coalesce(c.before_ns + least(k.ts, c.end_ts) - c.ts, 0) AS covered_ns
     FROM comm k

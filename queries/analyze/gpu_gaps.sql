@@ -41,12 +41,9 @@
 WITH ops AS (
     SELECT trace_id, device_id, CASE WHEN $per_stream THEN stream_id END AS stream_id,
            op_id, ts, ts + dur AS end_ts, name
-    FROM gpu_op
-    WHERE ($trace_id IS NULL OR trace_id = $trace_id)
-    UNION ALL
-    SELECT trace_id, device_id, CASE WHEN $per_stream THEN stream_id END, -1 - exec_row_id, ts, ts + dur,
-           '[CUDA graph ' || coalesce(CAST(graph_id AS VARCHAR), '?') || ']'
-    FROM graph_exec
+    FROM (
+        /* include: gpu_work(graph_op_id = -1 - exec_row_id) */
+    )
     WHERE ($trace_id IS NULL OR trace_id = $trace_id)
 ),
 swept AS (

@@ -36,12 +36,12 @@
 -- Graph executions are keyed by -1 - graph_exec.exec_row_id (gpu_op.op_id is never negative).
 WITH busy_ops AS (
     SELECT trace_id, device_id, op_id, ts, ts + dur AS end_ts
-    FROM gpu_op WHERE ($trace_id IS NULL OR trace_id = $trace_id)
-    UNION ALL
-    SELECT trace_id, device_id, -1 - exec_row_id, ts, ts + dur
-    FROM graph_exec WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+    FROM (
+        /* include: gpu_work(graph_op_id = -1 - exec_row_id) */
+    )
+    WHERE ($trace_id IS NULL OR trace_id = $trace_id)
 ),
-/* include: busy_islands */,
+/* include: busy_islands(rows = busy_ops; partition = trace_id, device_id; order = ts, end_ts, op_id) */,
 span AS (
     SELECT trace_id, device_id, min(ts) AS first_ts, max(end_ts) AS last_end FROM busy_ops GROUP BY trace_id, device_id
 ),

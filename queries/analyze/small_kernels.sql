@@ -48,15 +48,17 @@ grouped AS (
 -- the idle time of each kernel's GPU right before it: one window sweep over the GPU's operations
 -- and its CUDA graphs traced whole (graph_exec, keyed -1 - exec_row_id)
 work AS (
-    SELECT trace_id, device_id, op_id, ts, dur FROM gpu_op WHERE ($trace_id IS NULL OR trace_id = $trace_id)
-    UNION ALL
-    SELECT trace_id, device_id, -1 - exec_row_id, ts, dur FROM graph_exec WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+    SELECT trace_id, device_id, op_id, ts, dur
+    FROM (
+        /* include: gpu_work(graph_op_id = -1 - exec_row_id) */
+    )
+    WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+),
+swept AS (
+    /* include: busy_sweep(rows = work; partition = trace_id, device_id; order = ts, dur, op_id) */
 ),
 idle_before AS (
-    SELECT trace_id, op_id,
-           greatest(ts - max(ts + dur) OVER (PARTITION BY trace_id, device_id ORDER BY ts, dur, op_id
-                                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS idle_ns
-    FROM work
+    SELECT trace_id, op_id, greatest(ts - covered_until, 0) AS idle_ns FROM swept
 ),
 recovered AS (
     SELECT g.trace_id, g.name, g.range_path, g.pid,

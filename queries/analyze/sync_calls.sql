@@ -79,18 +79,17 @@ syncs AS (
                      'cuStreamSynchronize', 'cudaEventSynchronize', 'cuEventSynchronize')
 ),
 work AS (  -- GPU operations and CUDA graphs traced whole (graph_exec, keyed -1 - exec_row_id)
-    SELECT trace_id, device_id, op_id, ts, dur FROM gpu_op WHERE ($trace_id IS NULL OR trace_id = $trace_id)
-    UNION ALL
-    SELECT trace_id, device_id, -1 - exec_row_id, ts, dur FROM graph_exec WHERE ($trace_id IS NULL OR trace_id = $trace_id)
+    SELECT trace_id, device_id, op_id, ts, dur
+    FROM (
+        /* include: gpu_work(graph_op_id = -1 - exec_row_id) */
+    )
+    WHERE ($trace_id IS NULL OR trace_id = $trace_id)
 ),
 swept AS (
-    SELECT trace_id, device_id, ts,
-           max(ts + dur) OVER (PARTITION BY trace_id, device_id ORDER BY ts, dur, op_id
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS idle_from
-    FROM work
+    /* include: busy_sweep(rows = work; partition = trace_id, device_id; order = ts, dur, op_id) */
 ),
 gaps AS (
-    SELECT trace_id, device_id, idle_from AS ts, ts - idle_from AS gap_ns FROM swept WHERE ts > idle_from
+    SELECT trace_id, device_id, covered_until AS ts, ts - covered_until AS gap_ns FROM swept WHERE ts > covered_until
 ),
 idle_after AS (
     SELECT s.trace_id, s.sync_id, g.gap_ns

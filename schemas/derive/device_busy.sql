@@ -36,10 +36,7 @@ parts AS (
     WHERE category = 'compute'
 ),
 swept AS (
-    SELECT trace_id, device_id, part, ts, dur,
-           max(ts + dur) OVER (PARTITION BY trace_id, device_id, part ORDER BY ts, dur
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
-    FROM parts
+    /* include: busy_sweep(rows = parts; partition = trace_id, device_id, part; order = ts, dur) */
 ),
 unions AS (
     SELECT trace_id, device_id, part, count(*) AS ops,

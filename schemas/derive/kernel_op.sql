@@ -71,6 +71,6 @@ LEFT JOIN tc t ON t.name = r.name
 LEFT JOIN calls c ON c.range_id = r.call_range_id
 LEFT JOIN torch_pyprof_params pp
   ON pp.marker_text = c.marker_text
- AND pp.role = CASE WHEN c.name = 'linear' AND c.module = 'torch.nn.functional' AND u.op_family <> 'matmul' THEN 'bias'
+ AND pp.role = CASE WHEN /* include: pyprof_bias(call = c; family = u.op_family) */ THEN 'bias'
                     WHEN r.direction = 'forward' THEN 'fprop'
                     ELSE 'bprop' || least(coalesce(r.node_index, 0), 2) END;

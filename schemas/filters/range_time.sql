@@ -42,22 +42,12 @@ graphs AS (
     WHERE m.reach >= c.ts + c.dur
     GROUP BY c.trace_id
 ),
-ordered AS (
-    SELECT trace_id, pid, ts, e,
-           max(e) OVER (PARTITION BY trace_id, pid ORDER BY ts, e
-                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
-    FROM matched
+open_ranges AS (
+    SELECT trace_id, pid, range_id, ts, e AS end_ts FROM matched
 ),
-islands AS (
-    SELECT trace_id, pid, ts, e,
-           sum(CASE WHEN before IS NULL OR ts > before THEN 1 ELSE 0 END)
-               OVER (PARTITION BY trace_id, pid ORDER BY ts, e ROWS UNBOUNDED PRECEDING) AS island
-    FROM ordered
-),
-cpu AS (
-    SELECT trace_id, sum(span) AS cpu_ns
-    FROM (SELECT trace_id, pid, island, max(e) - min(ts) AS span FROM islands GROUP BY trace_id, pid, island)
-    GROUP BY trace_id
+/* include: busy_islands(rows = open_ranges; partition = trace_id, pid; order = ts, end_ts, range_id) */,
+cpu AS (  -- the time at least one matching range was open, per process, summed
+    SELECT trace_id, sum(end_ts - ts) AS cpu_ns FROM islands GROUP BY trace_id
 ),
 instances AS (
     SELECT trace_id, count(*) AS instances FROM matched GROUP BY trace_id

@@ -1,4 +1,4 @@
--- memory_levels: a trace's allocated and reserved GPU memory over time, and its iterations, for `traceql plot --by memory`.
+-- _internal/memory_levels: a trace's allocated and reserved GPU memory over time, and its iterations, for `traceql plot --by memory`.
 -- param trace_id: the trace
 -- column kind: 'level' (the level after a memory event) or 'iteration' (the start of a ProfilerStep range)
 -- column device_id: the GPU (memory_event.device_id); NULL for an iteration

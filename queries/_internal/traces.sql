@@ -1,4 +1,4 @@
--- traces: the ingested traces with their source and time span; the top of `traceql summary`.
+-- _internal/traces: the ingested traces with their source and time span; the top of `traceql summary`.
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- column trace_id: trace (trace.trace_id)
 -- column path: source file at ingest time

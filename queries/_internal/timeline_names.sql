@@ -1,4 +1,4 @@
--- timeline_names: the names of a trace's processes, threads and GPUs, for the track names of `traceql export --format perfetto`.
+-- _internal/timeline_names: the names of a trace's processes, threads and GPUs, for the track names of `traceql export --format perfetto`.
 -- param trace_id: the trace
 -- column kind: 'thread' (a CPU thread) or 'device' (a GPU)
 -- column pid: process of a thread; NULL for a GPU

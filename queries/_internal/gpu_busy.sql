@@ -1,4 +1,4 @@
--- gpu_busy: every GPU of each trace (from the device view, idle ones too) with the time it ran at least one operation and that time's share of the trace span; the header of `traceql summary`.
+-- _internal/gpu_busy: every GPU of each trace (from the device view, idle ones too) with the time it ran at least one operation and that time's share of the trace span; the header of `traceql summary`.
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- column trace_id: trace (trace.trace_id)
 -- column device_id: GPU (device.device_id)

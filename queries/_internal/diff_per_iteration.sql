@@ -1,4 +1,4 @@
--- diff/per_iteration: one side of `traceql diff`, iteration by iteration, for the paired comparison and the gate: the iterations of one anchor (the same on both sides) and, per iteration, the time each kernel, PyTorch op and NVTX range path took in it, and the GPU operation time.
+-- _internal/diff_per_iteration: one side of `traceql diff`, iteration by iteration, for the paired comparison and the gate: the iterations of one anchor (the same on both sides) and, per iteration, the time each kernel, PyTorch op and NVTX range path took in it, and the GPU operation time.
 -- param trace_id: only this trace (NULL: every trace in the workspace, pooled as one side: iteration k of each trace together)
 -- param anchor_source: how the iterations are anchored: 'ProfilerStep' or 'nvtx' (the instances of an NVTX path family) or 'kernel pace' (the starts of one kernel)
 -- param anchor_family: the NVTX path with numbers written '#' (analyze/iterations' family), or the pacing kernel's name

@@ -1,4 +1,4 @@
--- folded: kernel time per call stack and kernel, the rows of `traceql export --format folded` (flame graphs: flamegraph.pl, inferno, speedscope).
+-- _internal/folded: kernel time per call stack and kernel, the rows of `traceql export --format folded` (flame graphs: flamegraph.pl, inferno, speedscope).
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- column trace_id: trace of the row (trace.trace_id)
 -- column frames: the user's frames of the kernels' call stack (op_stack, call_stack.is_user), outermost first; all of its frames when none is the user's; NULL for kernels without a known stack

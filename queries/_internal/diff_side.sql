@@ -1,4 +1,4 @@
--- diff/side: one side of `traceql diff`: per alignment key (kernel name, NVTX range path, PyTorch op and direction, API call, copy kind, memset kind) the count of its instances and their summed, mean, median and spread of durations; and the side's totals (GPU time, busy time and its breakdown per GPU, span).
+-- _internal/diff_side: one side of `traceql diff`: per alignment key (kernel name, NVTX range path, PyTorch op and direction, API call, copy kind, memset kind) the count of its instances and their summed, mean, median and spread of durations; and the side's totals (GPU time, busy time and its breakdown per GPU, span).
 -- param trace_id: only this trace (NULL: every trace in the workspace, pooled as one side)
 -- param kernel_key: 'name' to align kernels by their demangled name, 'short_name' by their short name (no template arguments or parameters: kernels that differ only in those share a row)
 -- default kernel_key: name

@@ -1,4 +1,4 @@
--- timeline: the events of one trace that overlap a time window as Chrome trace events, one row per event with the track it is drawn on, in drawing order; what `traceql export --format perfetto` writes (traceql/timeline.py adds the pid and tid of the track).
+-- _internal/timeline: the events of one trace that overlap a time window as Chrome trace events, one row per event with the track it is drawn on, in drawing order; what `traceql export --format perfetto` writes (traceql/timeline.py adds the pid and tid of the track).
 -- param trace_id: the trace
 -- param start: window start in ns on the trace clock (NULL: from the beginning of the trace)
 -- param end: window end in ns on the trace clock, exclusive (NULL: to the end of the trace)
