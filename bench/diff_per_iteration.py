@@ -1,4 +1,4 @@
-"""Time queries/diff/per_iteration.sql (one side of `traceql diff`, iteration by iteration) on
+"""Time queries/_internal/diff_per_iteration.sql (one side of `traceql diff`, iteration by iteration) on
 generated runs of growing size, and EXPLAIN it: the time per kernel row, wall and CPU seconds,
 and the join operators of its plan (no nested loop, blockwise nested loop or cross product).
 
@@ -58,7 +58,7 @@ def operators(node) -> list[str]:
 
 def measure(kernels: int, repeat: int) -> dict:
     db = workspace(kernels)
-    q = library.get("diff/per_iteration")
+    q = library.get("_internal/diff_per_iteration")
     with traceql.open(db) as ws:
         family = next(r["family"] for r in ws.analyze(["iterations"]).evidence["iterations"].to_pylist()
                       if r["source"] == "ProfilerStep")
@@ -80,7 +80,7 @@ def measure(kernels: int, repeat: int) -> dict:
 
 
 def write(results: list[dict], load: str) -> str:
-    lines = [BEGIN, "", "## queries/diff/per_iteration.sql by size (bench/diff_per_iteration.py)", "",
+    lines = [BEGIN, "", "## queries/_internal/diff_per_iteration.sql by size (bench/diff_per_iteration.py)", "",
              f"Generated runs (fixtures/gen_diff.py, ProfilerStep anchor, the first 2000 iterations kept); "
              f"median of {len(results[0]['runs'])} runs in-process; {os.cpu_count()} cores, load average "
              f"{load} from other work while it ran (wall times are inflated by it; CPU seconds less so).", "",
