@@ -96,43 +96,84 @@ def _gpu_rows(path):
         con.close()
 
 
+def _cpu_rows(path, table):
+    """(rowid, start, end, API name or NULL) of an nsys CPU table."""
+    name = "(SELECT value FROM StringIds WHERE id = nameId)" if table.endswith("RUNTIME") else "NULL"
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return con.execute(f'SELECT rowid, start, "end", {name} FROM {table} ORDER BY rowid').fetchall()
+    finally:
+        con.close()
+
+
 def test_the_slowdown_is_physical(runs):
     """Every instance of HEAVY 20 % longer; every GPU operation after one moved by the time added
-    before it; the CPU side (API calls, NVTX ranges) as it was."""
+    before it. The CPU side: each step's cudaStreamSynchronize waited for the GPU (the generator's
+    GPU is never idle when it is called), so it now returns later by exactly the GPU time added
+    before it; every later API call and NVTX range boundary of the thread moves by that, so the
+    ProfilerStep ranges grow by the time their own HEAVY instance added."""
     before, after = _gpu_rows(runs["files"]["b"]), {r[0]: r for r in _gpu_rows(runs["files"]["b20"])}
-    added = 0
+    added, extras = 0, []  # extras: (original end, GPU time added by then)
     for corr, dev, start, end, name in before:
         extra = round((end - start) * 0.2) if name == HEAVY else 0
         assert after[corr][2:4] == (start + added, end + added + extra), corr
         added += extra
+        extras.append((end, added))
     assert added == runs["facts"]["b20"]["added_ns"][0] and runs["facts"]["b20"]["instances"] == STEPS
     assert added == sum(round(d * 0.2) for d in runs["facts"]["b"]["durations"][HEAVY])
-    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):
-        rows = []
-        for name in ("b", "b20"):
-            con = sqlite3.connect(f"file:{runs['files'][name]}?mode=ro", uri=True)
-            rows.append(con.execute(f'SELECT start, "end" FROM {table} ORDER BY 1, 2').fetchall())
-            con.close()
-        assert rows[0] == rows[1] and rows[0]
     assert kernel_totals(runs["files"]["b"])[0][0] == HEAVY
+
+    calls = _cpu_rows(runs["files"]["b"], "CUPTI_ACTIVITY_KIND_RUNTIME")
+    syncs = [(s, e) for _, s, e, name in calls if name.startswith("cudaStreamSynchronize")]
+    assert len(syncs) == STEPS
+    steps = []  # (original end of a sync, how late the thread runs from then on)
+    for s, e in syncs:
+        waited = [(end, late) for end, late in extras if end <= e]
+        assert waited[-1][0] >= s  # the GPU was busy when the call was made: it waited
+        steps.append((e, waited[-1][1]))  # the GPU time added before the work it waited for
+
+    def late(t):
+        return max([d for end, d in steps if end <= t], default=0)
+
+    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):
+        old, new = _cpu_rows(runs["files"]["b"], table), _cpu_rows(runs["files"]["b20"], table)
+        assert [r[0] for r in old] == [r[0] for r in new] and old
+        for (rowid, s, e, _), (_, s2, e2, _) in zip(old, new):
+            assert (s2, e2) == (s + late(s), e + late(e)), (table, rowid)
+    assert steps[-1][1] == added == runs["facts"]["b20"]["cpu_delay_ns"][next(iter(runs["facts"]["b20"]["cpu_delay_ns"]))]
+    # the steps (NVTX ranges) grow by the time their HEAVY instance added: all but the first by 12-22 %
+    growth = {}
+    for path in (runs["files"]["b"], runs["files"]["b20"]):
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        for rowid, d in con.execute("SELECT rowid, \"end\" - start FROM NVTX_EVENTS WHERE text LIKE 'ProfilerStep#%'"):
+            growth.setdefault(rowid, []).append(d)
+        con.close()
+    pct = sorted(100 * (b / a - 1) for rowid, (a, b) in growth.items())
+    assert len(pct) == STEPS and pct[0] > 12 and pct[-2] < 22
 
 
 @pytest.mark.parametrize("name, lo, hi", [("b10", 6.0, 10.0), ("b20", 13.0, 19.0)])
 def test_physical_slowdowns_trip_the_gate(runs, name, lo, hi):
-    """HEAVY 10 % (20 %) slower adds about 8 % (16 %) of the iteration: the gate trips on the GPU
-    time per iteration and on HEAVY, nothing else; the iteration time (the CPU's steps) did not move."""
+    """HEAVY 10 % (20 %) slower adds about 8 % (16 %) of the iteration: the gate trips on the
+    iteration time (NVTX ProfilerStep ranges: the step's synchronize waited for the slower GPU), the
+    GPU time per iteration, HEAVY and the NVTX ranges that hold the synchronize (the step and its
+    optimizer range: it waits that much longer), nothing else."""
     d = traceql.diff(IDS["a"], IDS[name], db=runs["db"])
-    assert d.verdict == "regression"
-    assert [(r["section"], r["key"]) for r in d.gate(5)] == [("total", "GPU operations"), ("kernel", HEAVY)]
+    assert d.verdict == "regression" and d.a["iteration_source"] == d.b["iteration_source"] == "ProfilerStep"
+    assert [(r["section"], r["key"]) for r in d.gate(5)] == \
+        [("total", "iteration time"), ("total", "GPU operations"), ("kernel", HEAVY),
+         ("range", "ProfilerStep#*"), ("range", "ProfilerStep#* > optimizer")]
     heavy = by_key(d, "kernel")[HEAVY]
     assert heavy["verdict"] == "slower" and heavy["pairs"] == STEPS - 1 and lo < heavy["gate_pct"] < hi
-    assert by_key(d, "total")["iteration time"]["verdict"] == "unchanged"
+    step = by_key(d, "total")["iteration time"]
+    assert step["verdict"] == "slower" and step["pairs"] == STEPS - 1 and lo < step["gate_pct"] < hi
 
 
 def test_gate_on_the_command_line(runs):
     proc = run("--db", runs["db"], "diff", IDS["a"], IDS["b10"], "--gate", "5")
     assert proc.returncode == GATE_EXIT == 7, proc.stderr
-    assert proc.stderr.startswith("traceql: diff: GPU operations +") and f"; kernel {HEAVY} adds " in proc.stderr
+    assert proc.stderr.startswith("traceql: diff: iteration time +") and "; GPU operations +" in proc.stderr \
+        and f"; kernel {HEAVY} adds " in proc.stderr and "; path ProfilerStep#* > optimizer adds " in proc.stderr
     assert proc.stderr.endswith("of the iteration time: slower by more than --gate 5% beyond the noise (exit 7)\n")
     assert run("--db", runs["db"], "diff", IDS["a"], IDS["b10"], "--gate", "12").returncode == 0
 
