@@ -25,8 +25,10 @@ demo: $(STAMP)
 	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb summary --limit 5
 	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb report --by kernel --limit 10
 
+# The suite on two processes, a test file's tests in one of them (module fixtures built once);
+# the 25 slowest tests are listed at the end.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25
 
 # Write the generated references docs/commands.md (every command's --help) and docs/contract.md
 # (schemas/contract); tests/test_docs.py fails when the committed files differ.

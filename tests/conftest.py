@@ -1,9 +1,16 @@
-"""pytest hooks of the whole suite: why tests were skipped, one line per reason with its count
-(`make test` showed 215 's' marks without saying why; -rs lists every one)."""
+"""pytest set-up of the whole suite: no inherited terminal size, and why tests were skipped, one
+line per reason with its count (`make test` showed 215 's' marks without saying why; -rs lists
+every one)."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+
+# The tests choose the terminal width they check. An inherited COLUMNS/LINES would make the CLI
+# wrap its piped output to it: pytest-xdist sets 80x24 in its workers (`make test` runs two).
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
 
 
 def skip_reasons(reports) -> Counter:

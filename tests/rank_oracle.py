@@ -5,18 +5,11 @@ operations split into compute, communication and memory, interval by interval.""
 from __future__ import annotations
 
 import re
-import sqlite3
+
+from .intervals import length, minus, union
+from .util import source_rows as rows
 
 COMM = re.compile(r"(?i)(nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce)")
-
-
-def rows(path, sql, *args):
-    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    con.text_factory = lambda b: b.decode("utf-8", "replace")
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
 
 
 def tables(path) -> set[str]:
@@ -56,35 +49,6 @@ def bounds(path) -> tuple[int, int]:
     parts.append("SELECT start, coalesce(end, start) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)")
     [(lo, hi)] = rows(path, f"SELECT min(start), max(end) FROM ({' UNION ALL '.join(parts)})")
     return lo, hi
-
-
-def union(intervals):
-    out = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
-def length(merged) -> int:
-    return sum(e - s for s, e in merged)
-
-
-def minus(a, b) -> int:
-    """The length of union a outside union b (both merged and sorted)."""
-    total, j = 0, 0
-    for s, e in a:
-        cut = 0
-        while j < len(b) and b[j][1] <= s:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] < e:
-            cut += min(e, b[k][1]) - max(s, b[k][0])
-            k += 1
-        total += (e - s) - cut
-    return total
 
 
 def rank_figures(path) -> dict:

@@ -17,7 +17,9 @@ import traceql
 from traceql import analyze as analyze_mod
 
 from .test_join_plans import _bad_joins, _operators
+from .intervals import length, union
 from .util import REPO
+from .util import source_rows as source
 
 GAP_CAUSES = {  # gap start -> (cause, the call the launching thread was in, its NVTX path), as the fixture says
     5000: ("host", None, "step 1 > fwd"),
@@ -48,39 +50,12 @@ def fixture(tmp_path_factory):
     ws.close()
 
 
-def source(src, sql, *args):
-    con = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
-
-
 def gpu_intervals(src, where="1"):
     return source(src, f"""SELECT start, end FROM (
         SELECT start, end, 'kernel' AS kind, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL
         UNION ALL SELECT start, end, 'memcpy', NULL FROM CUPTI_ACTIVITY_KIND_MEMCPY
         UNION ALL SELECT start, end, 'memset', NULL FROM CUPTI_ACTIVITY_KIND_MEMSET) WHERE {where}
         ORDER BY start, end""")
-
-
-def union(intervals):
-    """The union of [start, end) intervals as sorted disjoint intervals."""
-    out = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
-def length(intervals, lo=None, hi=None):
-    total = 0
-    for s, e in intervals:
-        s, e = s if lo is None else max(s, lo), e if hi is None else min(e, hi)
-        total += max(0, e - s)
-    return total
 
 
 def rows(ws, rule, **params):
@@ -280,7 +255,7 @@ def test_analysis_summary_ranks_findings(fixture):
 
 
 def run(*args, env=None, check=True):
-    from .test_cli import traceql as cli
+    from .util import cli
 
     proc = cli(*args, env=env)
     if check:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import csv
 import re
-import sqlite3
 
 import pytest
 
 import traceql
 
+from .intervals import gaps, length, union
+from .util import source_rows as query
 from .util import trace_file
 
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
@@ -30,15 +31,6 @@ def workspace(tmp_path_factory, *files):
     return traceql.open(tmp / "ws.duckdb")
 
 
-def query(path, sql, *args):
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    con.text_factory = lambda b: b.decode("utf-8", "replace")
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
-
-
 def gpu_ops(path):
     """(device, start, end, correlationId, pid, kind) of every kernel, copy and memset."""
     tables = {r[0] for r in query(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -49,25 +41,6 @@ def gpu_ops(path):
             out += [(*r, kind) for r in query(path, f"SELECT deviceId, start, end, correlationId, "
                                                     f"(globalPid >> 24) & 16777215 FROM {table}")]
     return out
-
-
-def union(intervals):
-    out = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
-def gaps(intervals, least=1):
-    busy = union(intervals)
-    return [(a[1], b[0] - a[1]) for a, b in zip(busy, busy[1:]) if b[0] - a[1] >= least]
-
-
-def length(intervals, lo=None, hi=None):
-    return sum(max(0, (e if hi is None else min(e, hi)) - (s if lo is None else max(s, lo))) for s, e in intervals)
 
 
 # ------------------------------------------------------------------------------ cs336-jsun

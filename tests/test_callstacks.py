@@ -18,7 +18,7 @@ import pytest
 import traceql
 from traceql.errors import UsageError
 
-from .test_cli import traceql as cli
+from .util import cli
 from .util import trace_file
 
 LM = "nvprof-pytorch-emit-nvtx-lm-v100-a"

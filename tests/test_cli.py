@@ -10,14 +10,9 @@ import pytest
 from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS
 
 from .util import REPO, nsys_stub, trace_file
+from .util import cli as traceql
 
 SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
-
-
-def traceql(*args, cwd=None, env=None):
-    proc = subprocess.run([sys.executable, "-m", "traceql", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
-    return proc
 
 
 def test_ingest_info_sql_export(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.gen_nsys import generate
 
-from .test_cli import traceql
+from .util import cli as traceql
 from .util import trace_file
 
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"

@@ -14,7 +14,7 @@ from fixtures.gen_kineto import CUSTOM_OP, generate
 from traceql import flops_plugins
 from traceql.errors import UsageError
 
-from .test_cli import traceql as cli
+from .util import cli
 
 PLUGIN = """
 def fused_gelu(op, shapes, dtypes, direction):

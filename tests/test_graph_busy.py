@@ -21,17 +21,10 @@ import traceql
 from fixtures.gen_kineto import generate as generate_kineto
 from fixtures.gen_nsys import generate
 
-from .test_analyze import length, union
+from .intervals import length, union
 from .test_graphs import FIXTURE_SQL
 from .test_kineto import events, load, ns
-
-
-def source(src, sql):
-    con = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+from .util import source_rows as source
 
 
 def intervals(src):

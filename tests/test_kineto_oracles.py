@@ -23,6 +23,7 @@ import pytest
 import traceql
 
 from .test_kineto import REAL, TRACES, load, ns
+from .intervals import minus, union_length
 from .util import NO_TRACES
 
 TOL_NS = 0.25  # per float64 timestamp TraceLens added or subtracted (see the module doc)
@@ -53,20 +54,6 @@ def sheet(folder, name):
         return list(csv.DictReader(fh))
 
 
-def union(intervals) -> int:
-    total, cur = 0, None
-    for s, e in sorted(intervals):
-        if cur is None or s > cur[1]:
-            total += 0 if cur is None else cur[1] - cur[0]
-            cur = [s, e]
-        else:
-            cur[1] = max(cur[1], e)
-    return total + (0 if cur is None else cur[1] - cur[0])
-
-
-def minus(intervals, cover) -> int:
-    """Time of INTERVALS (their union) not covered by COVER's union."""
-    return union(list(intervals) + list(cover)) - union(cover)
 
 
 # ----------------------------------------------------------------------------- TraceLens
@@ -104,10 +91,10 @@ def test_tracelens_gpu_timeline(ws, folder, unlaunched):
     ops = rows(w, LAUNCHED_GPU_OPS, t=t)
     compute = [(o["ts"], o["e"]) for o in ops if o["kind"] in ("kernel", "memset")]
     memcpy = [(o["ts"], o["e"]) for o in ops if o["kind"] == "memcpy"]
-    ours = {"computation_time": union(compute), "exposed_comm_time": 0,
-            "exposed_memcpy_time": minus(memcpy, compute), "busy_time": union(compute + memcpy),
+    ours = {"computation_time": union_length(compute), "exposed_comm_time": 0,
+            "exposed_memcpy_time": minus(memcpy, compute), "busy_time": union_length(compute + memcpy),
             "total_time": max(o["e"] for o in ops) - min(o["ts"] for o in ops),
-            "total_comm_time": 0, "total_memcpy_time": union(memcpy)}
+            "total_comm_time": 0, "total_memcpy_time": union_length(memcpy)}
     ours["idle_time"] = ours["total_time"] - ours["busy_time"]
     oracle = {r["type"]: float(r["time ms"]) * 1e6 for r in sheet(folder, "gpu_timeline")}
     assert set(oracle) == set(ours)
@@ -233,7 +220,7 @@ def test_tbplugin_overview_steps(ws):
             got[kind] = [(r["ts"], r["e"]) for r in rows(
                 w, "SELECT o.ts, o.ts + o.dur AS e FROM op_range r JOIN gpu_op o USING (trace_id, op_id) "
                    "WHERE r.trace_id = $t AND r.range_id = $r AND o.op_kind = $k", t=t, r=s["range_id"], k=kind)]
-        kernel = union(got["kernel"])
+        kernel = union_length(got["kernel"])
         memcpy = minus(got["memcpy"], got["kernel"])
         memset = minus(got["memset"], got["kernel"] + got["memcpy"])
         assert (kernel // 1000, memcpy // 1000, memset // 1000) == want[s["name"]], s["name"]

@@ -226,7 +226,7 @@ def test_report_by_memory(ws, walks, name):
 
 def test_report_cli(ws):
     """The CLI end to end (a process of its own, reading the workspace)."""
-    from .test_cli import traceql as run
+    from .util import cli as run
 
     w, ids, _ = ws
     proc = run("--db", str(w.path), "report", "--by", "memory", "--trace", str(ids["bert"]), "--format", "csv")

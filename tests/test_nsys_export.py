@@ -17,7 +17,7 @@ import pytest
 import traceql
 from traceql.errors import InputError
 
-from .test_cli import traceql as cli
+from .util import cli
 
 STAND_IN = """#!{python}
 import shutil, sys

@@ -20,7 +20,7 @@ from traceql import parquet
 from traceql.contract import CONTRACT_VERSION
 from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER, contract_docs
 
-from .test_cli import traceql as run_cli
+from .util import cli as run_cli
 
 VIEWS = CONTRACT_TABLES + CONTRACT_VIEWS
 

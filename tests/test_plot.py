@@ -11,7 +11,7 @@ from traceql.cli import main
 from traceql.errors import UsageError
 from traceql.plot import INSTALL_HINT, available, kernel_label, shorten, shorten_middle
 
-from .test_cli import traceql as cli
+from .util import cli
 from .util import trace_file
 
 CS336 = "cs336-zx3xyy-a100-fwd-attn-nvtx-nsys2024.6/result_2_7B_nvtx.sqlite"

@@ -13,7 +13,7 @@ import pytest
 import traceql
 from traceql.errors import UsageError
 
-from .test_cli import traceql as cli
+from .util import cli
 from .util import trace_file
 
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"

@@ -15,7 +15,7 @@ import pytest
 import traceql
 import traceql.errors
 
-from .test_cli import traceql as cli
+from .util import cli
 from .test_range_filter import CS336, Source
 from .util import trace_file
 

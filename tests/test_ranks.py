@@ -11,7 +11,6 @@ and --host), all or nothing when a worker's file fails, the CLI end to end."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from traceql.resources import CONTRACT_TABLES
 
 from . import rank_oracle
 from .util import REPO, make_sqlite, nsys_stub, sha256, trace_file
+from .util import source_rows as source
 
 NCCL = "nccl-ring-2nodes-3gpus-nsys2024.5"
 
@@ -34,14 +34,6 @@ NCCL = "nccl-ring-2nodes-3gpus-nsys2024.5"
 def cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "traceql", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, timeout=300, env={**os.environ, **(env or {})})
-
-
-def source(path, sql, *args):
-    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
 
 
 def trace_rows(db) -> dict[str, dict]:

@@ -20,6 +20,7 @@ import pytest
 
 import traceql
 
+from .intervals import union_length
 from .util import TRACES, trace_file
 
 NSYS = [
@@ -140,18 +141,6 @@ def test_nsys_memcpy_report(ws, rel):
         assert r["total_bytes"] == by_kind[r["kind"]]
         assert r["gb_per_s"] == pytest.approx(r["total_bytes"] / r["total_ns"])
     check_pct(got)
-
-
-def union_length(intervals) -> int:
-    total, end = 0, None
-    for s, e in sorted(intervals):
-        if end is None or s > end:
-            total += e - s
-            end = e
-        elif e > end:
-            total += e - end
-            end = e
-    return total
 
 
 @pytest.mark.parametrize("rel", NSYS)

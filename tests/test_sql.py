@@ -13,7 +13,7 @@ from fixtures import gen_nsys
 from traceql.errors import UsageError
 from traceql.sqlcheck import closest, parse_params
 
-from .test_cli import traceql as run
+from .util import cli as run
 
 
 @pytest.fixture(scope="module")

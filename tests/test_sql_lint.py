@@ -26,7 +26,7 @@ def test_every_contract_column_has_a_type_and_description(view):
 
 
 def test_schema_prints_every_view_and_column():
-    from .test_cli import traceql
+    from .util import cli as traceql
 
     out = traceql("schema").stdout.splitlines()
     for view in CONTRACT:

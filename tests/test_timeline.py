@@ -18,7 +18,7 @@ from traceql import library
 from traceql.errors import UsageError
 from traceql.timeline import parse_time
 
-from .test_cli import traceql as cli
+from .util import cli
 from .util import trace_file
 
 SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"

@@ -13,7 +13,7 @@ import pytest
 
 import traceql
 
-from .test_cli import traceql as cli
+from .util import cli
 from .util import trace_file
 
 KMEANS = "kmeans-rtx3080-old-nsys"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,29 @@ def trace_file(rel: str) -> Path:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def readonly(path) -> sqlite3.Connection:
+    """A read-only sqlite3 connection to a source file (the oracle's own reader, not traceql's);
+    invalid UTF-8 is read as U+FFFD, as traceql reads it."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con.text_factory = lambda b: b.decode("utf-8", "replace")
+    return con
+
+
+def source_rows(path, sql: str, *args) -> list[tuple]:
+    """All rows of one query over a source SQLite file, read with Python's sqlite3."""
+    con = readonly(path)
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+def cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """`traceql ARGS` as a user runs it: a subprocess (`python -m traceql`), text output captured."""
+    return subprocess.run([sys.executable, "-m", "traceql", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
 
 def make_sqlite(path: Path, statements: list[str]) -> Path:
