@@ -30,7 +30,7 @@ TRACES = REPO.parent / "shared" / "traces"
 sys.path.insert(0, str(REPO))
 
 import traceql  # noqa: E402
-from traceql import analyze as analyze_mod  # noqa: E402
+from traceql.analysis import analyze as analyze_mod  # noqa: E402
 
 GOAL_S = 1.0
 
@@ -42,7 +42,7 @@ def inputs(n: int = 5) -> list[Path]:
     usable = []
     for p in sorted(files, key=lambda p: -p.stat().st_size):
         try:
-            from traceql.detect import detect
+            from traceql.sources.detect import detect
 
             detect(p)
         except traceql.TraceqlError:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 import traceql  # noqa: E402
 from fixtures.gen_diff import generate  # noqa: E402
-from traceql import library  # noqa: E402
+from traceql.query import library  # noqa: E402
 
 OUT = REPO / "bench" / "data" / "per_iteration"
 DOC = HERE / "DIFF.md"

@@ -17,7 +17,7 @@ other, in this order:
   kept as raw text: the parse traceql itself does); DuckDB's read_json on the decompressed file.
   orjson and ijson are installed from PyPI into their own venv under bench/data/ (never into
   .venv); a parser that is not there is reported so.
-- traceql stage: traceql.kineto.stage alone (read and parse the file into DuckDB's raw tables).
+- traceql stage: traceql.sources.kineto.stage alone (read and parse the file into DuckDB's raw tables).
 - traceql ingest: `traceql ingest` (read, adapters, every derived table, stored reports).
 - HTA's loader: `TraceAnalysis(trace_dir=...)` of HolisticTraceAnalysis from PyPI, in its own
   venv under bench/data/ (`--setup-hta` creates it, with pandas < 3: HTA 0.5.0 fails under
@@ -80,8 +80,8 @@ PARSE = {
 # limit, so that one that needs more fails with MemoryError instead of crowding the shared machine.
 PARSE_LIMIT_GB = 12
 LIMIT = (f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({PARSE_LIMIT_GB} << 30, {PARSE_LIMIT_GB} << 30))\n")
-STAGE = ("import duckdb, sys; from pathlib import Path; from traceql import kineto; "
-         "from traceql.resources import read_schema\n"
+STAGE = ("import duckdb, sys; from pathlib import Path; from traceql.sources import kineto; "
+         "from traceql.core.resources import read_schema\n"
          "c = duckdb.connect(); c.execute(\"SET memory_limit='3GB'\"); c.execute(\"ATTACH ':memory:' AS raw\")\n"
          "r = kineto.stage(c, Path(P), read_schema('kineto/raw.sql')); print(r.rows['kineto_event'])")
 HTA = ("import sys, logging; logging.disable(logging.CRITICAL)\n"
@@ -200,7 +200,7 @@ def render(r: dict, meta: str) -> str:
     for name, v in r["parse"].items():
         row(f"parse only: {name}", v.get("secs"), v.get("rss_mb", ""), v.get("load", ""),
             note(v, "fastest" if name == fastest_name else ""))
-    row("traceql: read and stage (traceql.kineto.stage)", r["stage"].get("secs"), r["stage"].get("rss_mb", ""),
+    row("traceql: read and stage (traceql.sources.kineto.stage)", r["stage"].get("secs"), r["stage"].get("rss_mb", ""),
         r["stage"].get("load", ""), r["stage"].get("problem", ""))
     row("**traceql ingest** (everything)", ing["secs"], ing["rss_mb"], ing["load"], f"workspace {ing['db_mb']:,.0f} MB")
     h = r.get("hta", {})

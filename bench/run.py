@@ -465,7 +465,7 @@ def measure_traceql_inproc(db: Path, runs: int, budget: float) -> dict:
     workspace afresh (not timed), as the nsys-ai in-process numbers do; the modules the
     reports use are imported first (a one-time ~0.1 s, mostly sqlglot, not a query cost)."""
     import traceql
-    import traceql.reports  # noqa: F401
+    import traceql.query.reports  # noqa: F401
 
     calls = {
         "kernel": lambda ws, **kw: ws.report("kernel", **kw),

@@ -201,7 +201,7 @@ def worker(engine: str, path: str, out_dir: str, jvm_opts: str) -> dict:
     t0, c0 = time.perf_counter(), cpu_self()
     jvm = None
     if engine == "spark":
-        from traceql.spark import _LOG4J, make_session
+        from traceql.engines.spark import _LOG4J, make_session
 
         log4j = (Path(traceql.__file__).with_name(_LOG4J)).as_uri()
         conf = {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j} {jvm_opts}".strip()}

@@ -103,8 +103,8 @@ def read_columns(path: Path) -> dict[str, list[str]]:
     detected layout's raw.sql declares (and their declared columns present in the file)."""
     import duckdb
 
-    from traceql.detect import detect
-    from traceql.ingest import raw_ddl
+    from traceql.sources.detect import detect
+    from traceql.store.ingest import raw_ddl
 
     det = detect(path)
     con = duckdb.connect()
@@ -1385,7 +1385,7 @@ class _InternalErrors:
     def __init__(self):
         import threading
 
-        from traceql import faults
+        from traceql.core import faults
 
         self.local = threading.local()
         self.original = faults.first_line
@@ -1414,7 +1414,7 @@ def mcp_arguments(rng: random.Random, places: dict) -> tuple[str, object]:
     if name == "schema":
         args = {"view": rng.choice(("kernel", "memory_event", "nope", "", "KERNEL", junk))}
     elif name == "report":
-        from traceql.reports import REPORTS
+        from traceql.query.reports import REPORTS
 
         args = {"by": rng.choice(tuple(REPORTS) + ("nope", "", junk))}
         for key, choices in (("trace", ids), ("per_trace", (True, False, "yes")),

@@ -14,7 +14,7 @@ import statistics
 import pytest
 
 import traceql
-from traceql import analyze as analyze_mod
+from traceql.analysis import analyze as analyze_mod
 
 from .test_join_plans import _bad_joins, _operators
 from .intervals import length, union
@@ -306,7 +306,7 @@ def test_every_rule_joins_in_linear_or_n_log_n_time(fixture):
     problems = []
     try:
         for name, r in analyze_mod.rules().items():
-            from traceql import library
+            from traceql.query import library
 
             bound = library.bind(r.query, {})
             plan = ws.execute("EXPLAIN (FORMAT json) " + r.query.sql, bound).fetchall()

@@ -28,7 +28,7 @@ import pytest
 
 import traceql
 from fixtures.gen_nsys import generate
-from traceql.errors import InputError, WorkspaceError
+from traceql.core.errors import InputError, WorkspaceError
 
 from . import fuzz
 from .util import REPO, make_sqlite, nsys_stub, sha256, trace_file
@@ -480,7 +480,7 @@ def test_a_waiting_writer_takes_the_lock_file_there_now(tmp_path):
     lock file and holds it, so it waits for that one too."""
     import threading
 
-    from traceql.lock import workspace_lock
+    from traceql.store.lock import workspace_lock
 
     db = tmp_path / "ws.duckdb"
     path = tmp_path / "ws.duckdb.lock"
@@ -975,7 +975,7 @@ def test_symlink_loops(workspace, tmp_path):
 # -- removing a trace; orphan rows ---------------------------------------------------------------
 
 def contract_rows(db, trace_id):
-    from traceql.resources import CONTRACT_TABLES
+    from traceql.core.resources import CONTRACT_TABLES
 
     with traceql.open(db) as ws:
         return {t: ws.execute(f"SELECT count(*) FROM {t} WHERE trace_id = ?", [trace_id]).fetchone()[0]
@@ -1326,7 +1326,7 @@ def test_fuzz_fault_subset(tmp_path):
 def test_printable_takes_any_value():
     """A damaged nvprof export gave a warning without text (None): printing it crashed ingest
     with 'internal error: TypeError' (found by make fuzz)."""
-    from traceql.faults import printable
+    from traceql.core.faults import printable
 
     assert printable(None) == "None"
     assert printable("red\x1b[31m\x07") == "red\\x1b[31m\\x07"

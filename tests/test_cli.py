@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS
 
 from .util import REPO, nsys_stub, trace_file
 from .util import cli as traceql
@@ -112,7 +112,7 @@ def test_start_up_loads_only_what_the_command_needs(tmp_path):
 import sys
 import traceql.cli
 from traceql.cli import main
-heavy = ("traceql.ingest", "traceql.adapters", "traceql.pytorch", "traceql.where", "traceql.sqlcheck",
+heavy = ("traceql.store.ingest", "traceql.sources.adapters", "traceql.derive.pytorch", "traceql.query.where", "traceql.query.sqlcheck",
          "sqlglot", "pyarrow.compute", "sqlite3")
 print(sorted(m for m in heavy if m in sys.modules))
 sys.argv = ["traceql", "--db", sys.argv[1], "report", "--by", "kernel", "--format", "csv"]
@@ -121,7 +121,7 @@ try:
 except SystemExit:
     pass
 print(sorted(m for m in heavy if m in sys.modules))
-from traceql.ingest import raw_ddl
+from traceql.store.ingest import raw_ddl
 import traceql
 print(callable(traceql.ingest), traceql.ingest.__name__, traceql.open.__name__)
 """

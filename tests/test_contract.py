@@ -5,9 +5,9 @@ import duckdb
 import pytest
 
 import traceql
-from traceql.adapters import prepare
-from traceql.ingest import ADAPTER_FILES, ID_TABLES, _adapter_sql, raw_ddl
-from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, read_schema
+from traceql.sources.adapters import prepare
+from traceql.store.ingest import ADAPTER_FILES, ID_TABLES, _adapter_sql, raw_ddl
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, read_schema
 
 from .util import nsys_stub, trace_file
 

@@ -14,11 +14,11 @@ import duckdb
 import pytest
 
 import traceql
-from traceql import derivation
-from traceql.detect import detect
-from traceql.errors import TraceqlError
-from traceql.lock import workspace_lock
-from traceql.resources import CONTRACT_TABLES, read_schema
+from traceql.derive import derivation
+from traceql.sources.detect import detect
+from traceql.core.errors import TraceqlError
+from traceql.store.lock import workspace_lock
+from traceql.core.resources import CONTRACT_TABLES, read_schema
 
 from .test_bad_input import can_drop_privileges, cli, modes_as_for_a_user, shared_tmp  # noqa: F401 - a fixture
 from .util import REPO, TRACES, sha256, trace_file
@@ -50,7 +50,7 @@ def test_graph_inputs_are_what_the_sql_reads():
 
 
 def test_families_and_what_reads_them():
-    from traceql.library import builtin
+    from traceql.query.library import builtin
 
     assert derivation.read_by(builtin("kernel").sql) == set()
     assert derivation.read_by(builtin("range").sql) == {"attribution"}

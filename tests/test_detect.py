@@ -7,8 +7,8 @@ import sys
 import pytest
 
 import traceql
-from traceql.detect import detect
-from traceql.errors import InputError, UnsupportedVersionError
+from traceql.sources.detect import detect
+from traceql.core.errors import InputError, UnsupportedVersionError
 
 from .util import REPO, make_sqlite, nsys_stub, sha256, trace_file
 

@@ -19,7 +19,7 @@ import pytest
 
 import traceql
 from fixtures.gen_diff import ADDED, KERNELS, REMOVED, SLOWER, generate
-from traceql.diff import COLUMNS, GATE_EXIT
+from traceql.analysis.diff import COLUMNS, GATE_EXIT
 
 from .test_diff_stats import _yuen_by_hand, t_tail_by_integration
 from .util import REPO, trace_file
@@ -294,7 +294,7 @@ def test_kernel_key_short_name_compares_within_launch_configurations(pair):
     assert gemm["effect_pct"] == pytest.approx(want, rel=1e-9) and 5 < want < 10
     pooled = own_trimmed(fa[big] + fa[small]), own_trimmed(fb[big] + fb[small])
     assert gemm["tmean_a_ns"] == pytest.approx(pooled[0]) and gemm["tmean_b_ns"] == pytest.approx(pooled[1])
-    from traceql.stats import trimmed, yuen
+    from traceql.analysis.stats import trimmed, yuen
 
     _, _, p_pooled = yuen(*trimmed(fa[big] + fa[small], 0.2), *trimmed(fb[big] + fb[small], 0.2), 0.2)
     assert p_pooled > 0.01 > 1e-4 > gemm["p_value"]  # pooled, no change would be called
@@ -368,7 +368,7 @@ def test_reversed_pair_is_an_improvement_the_gate_passes(pair):
 def test_one_gpu_on_each_side_aligns_across_device_ids():
     """Rank 0 on GPU 0 against rank 1 on GPU 1: one 'GPU 0 / GPU 1 busy' row, not a removed and an
     added one; with two GPUs on a side the ids stay apart."""
-    from traceql.diff import _align_devices
+    from traceql.analysis.diff import _align_devices
 
     row = {"calls": 1, "total_ns": 5}
     a = {("total", "GPU 0 busy"): row, ("total", "GPU 0 compute"): row, ("kernel", "GPU 0 busy"): row}
@@ -384,7 +384,7 @@ def test_one_gpu_on_each_side_aligns_across_device_ids():
 def test_side_query_joins_are_linear(pair):
     """queries/_internal/diff_side.sql runs on whole workspaces: every join a hash join on equality keys
     (test_join_plans' checker), in the workspace of six traces of three formats."""
-    from traceql import library
+    from traceql.query import library
 
     from .test_join_plans import _bad_joins, _operators
 
@@ -402,7 +402,7 @@ def test_iterations_of_another_kind_are_not_divided_by():
     """A with 10 ProfilerSteps, B with 40 iterations of an NVTX range: per iteration would divide
     by counts of different things, so whole traces are compared, and the reader is told; with
     --per-iteration as asked."""
-    from traceql.diff import Side, SideStats, compare, notes
+    from traceql.analysis.diff import Side, SideStats, compare, notes
 
     row = {"calls": 400, "total_ns": 4_000_000, "mean_ns": 10_000.0, "var_ns": 1e6, "tmean_ns": 10_000.0,
            "wvar_ns": 1e6, "total_var": 4e8, "med_ns": 10_000.0}

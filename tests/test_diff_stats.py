@@ -10,7 +10,8 @@ from random import Random
 
 import pytest
 
-from traceql.stats import benjamini_hochberg, betainc, t_two_sided, trimmed, welch, yuen, yuen_stratified, z_test
+from traceql.analysis.stats import (
+    benjamini_hochberg, betainc, t_two_sided, trimmed, welch, yuen, yuen_stratified, z_test)
 
 
 def t_tail_by_integration(t: float, df: float, steps: int = 20_000) -> float:
@@ -222,7 +223,7 @@ def _paired_by_hand(d, trim):
 
 @pytest.mark.parametrize("n, trim, shift", [(7, 0.2, 0.0), (19, 0.2, 3.0), (30, 0.0, -1.5), (12, 0.1, 0.7)])
 def test_paired_trimmed_test_by_hand(n, trim, shift):
-    from traceql.stats import paired
+    from traceql.analysis.stats import paired
 
     rng = Random(n)
     d = [shift + rng.gauss(0, 2) + (15 if i == 0 else 0) for i in range(n)]  # one wild pair
@@ -233,7 +234,7 @@ def test_paired_trimmed_test_by_hand(n, trim, shift):
 
 
 def test_paired_edges():
-    from traceql.stats import paired
+    from traceql.analysis.stats import paired
 
     assert paired([], 0.2) == (None, None, None, None)
     assert paired([4.0, 6.0], 0.2) == (None, None, None, 5.0)  # too few for a noise estimate

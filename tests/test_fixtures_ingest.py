@@ -9,8 +9,8 @@ import pytest
 
 import traceql
 from fixtures.gen_nsys import generate
-from traceql.render import render
-from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
+from traceql.outputs.render import render
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
 
 from .util import REPO
 

@@ -11,8 +11,8 @@ import pytest
 
 import traceql
 from fixtures.gen_kineto import CUSTOM_OP, generate
-from traceql import flops_plugins
-from traceql.errors import UsageError
+from traceql.derive import flops_plugins
+from traceql.core.errors import UsageError
 
 from .util import cli
 

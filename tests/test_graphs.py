@@ -10,9 +10,9 @@ import duckdb
 import pytest
 
 import traceql
-from traceql.adapters import prepare
-from traceql.ingest import _adapter_sql, ADAPTER_FILES, raw_ddl
-from traceql.resources import contract_docs
+from traceql.sources.adapters import prepare
+from traceql.store.ingest import _adapter_sql, ADAPTER_FILES, raw_ddl
+from traceql.core.resources import contract_docs
 
 from .util import REPO, make_sqlite
 
@@ -296,7 +296,7 @@ def test_graph_statements_join_linearly(tmp_path, monkeypatch):
     from .test_join_plans import PlanRecorder, _bad_joins
 
     monkeypatch.setenv("TRACEQL_TIMING", "1")
-    monkeypatch.setattr(import_module("traceql.ingest"), "_TimedConnection", PlanRecorder)
+    monkeypatch.setattr(import_module("traceql.store.ingest"), "_TimedConnection", PlanRecorder)
     monkeypatch.setattr(PlanRecorder, "seen", [])
     traceql.ingest([build(tmp_path / "graphs.sqlite")], db=tmp_path / "ws.duckdb")
     graph = [(text, ops) for text, ops in PlanRecorder.seen if text.startswith("INSERT INTO graph_")]

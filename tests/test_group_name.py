@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 import traceql
-from traceql.resources import read_schema
+from traceql.core.resources import read_schema
 
 from .util import trace_file
 

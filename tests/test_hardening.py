@@ -13,8 +13,8 @@ import pytest
 
 import traceql
 from fixtures.gen_nsys import generate
-from traceql import guard
-from traceql.errors import WorkspaceError
+from traceql.store import guard
+from traceql.core.errors import WorkspaceError
 
 from .test_bad_input import cli, one_line
 from .util import REPO, nsys_stub, sha256
@@ -328,8 +328,8 @@ SHOWN = "a\\x1b[31mRED\\x07\\rb\\nc|d\\u202e"
 
 
 def test_clean_text_is_the_one_escape():
-    from traceql.faults import printable
-    from traceql.render import clean_text
+    from traceql.core.faults import printable
+    from traceql.outputs.render import clean_text
 
     assert clean_text(NASTY) == SHOWN
     assert printable(NASTY) == SHOWN
@@ -589,7 +589,7 @@ def test_plot_name_with_dollars(ws, tmp_path):
 
 
 def test_terminal_of_zero_columns(monkeypatch):
-    from traceql import render
+    from traceql.outputs import render
 
     class Tty:
         def isatty(self):

@@ -14,7 +14,7 @@ import pytest
 
 import traceql
 from fixtures.gen_kineto import generate
-from traceql.analyze import write_text
+from traceql.analysis.analyze import write_text
 
 from .test_kineto import events, load, ns
 from .util import REPO, trace_file

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from traceql import library
-from traceql.errors import UsageError
-from traceql.resources import expand, read_schema
+from traceql.query import library
+from traceql.core.errors import UsageError
+from traceql.core.resources import expand, read_schema
 
 from .util import REPO
 

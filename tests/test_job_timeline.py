@@ -15,7 +15,7 @@ import pytest
 
 import traceql
 from fixtures.gen_ranks import generate_job
-from traceql.job_timeline import ID_STRIDE
+from traceql.outputs.job_timeline import ID_STRIDE
 
 from . import rank_oracle
 from .test_timeline import check_structure, ns

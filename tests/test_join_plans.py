@@ -28,7 +28,7 @@ from fixtures.gen_nsys import generate
 
 from .util import REPO
 
-ingest_mod = import_module("traceql.ingest")  # traceql.ingest is also the function
+ingest_mod = import_module("traceql.store.ingest")  # traceql.ingest is also the function
 
 FORBIDDEN = {"NESTED_LOOP_JOIN", "BLOCKWISE_NL_JOIN", "PIECEWISE_MERGE_JOIN", "CROSS_PRODUCT"}
 # an interval condition (a comparison of order, not '!='; '>>' is a shift)

@@ -23,9 +23,9 @@ import pytest
 
 import traceql
 from fixtures.gen_kineto import generate
-from traceql import kineto
-from traceql.detect import detect
-from traceql.errors import InputError, UnsupportedVersionError
+from traceql.sources import kineto
+from traceql.sources.detect import detect
+from traceql.core.errors import InputError, UnsupportedVersionError
 
 from .util import NO_TRACES, TRACES
 
@@ -323,7 +323,7 @@ def _doc(n: int, before: str = '"schemaVersion": 1', after: str = '"traceName": 
 def _staged(tmp_path, path) -> list[tuple]:
     import duckdb
 
-    from traceql.resources import read_schema
+    from traceql.core.resources import read_schema
     con = duckdb.connect()
     con.execute("ATTACH ':memory:' AS raw")
     report = kineto.stage(con, path, read_schema("kineto/raw.sql"))

@@ -90,8 +90,8 @@ def test_tool_list_and_schemas(ws):
     assert set(by_name) == TOOLS
     for t in tools:
         assert t.input_schema["type"] == "object" and len(t.description) > 100, t.name
-    from traceql.reports import REPORTS
-    from traceql.resources import contract_docs
+    from traceql.query.reports import REPORTS
+    from traceql.core.resources import contract_docs
 
     report = by_name["report"].input_schema
     assert report["required"] == ["by"] and report["properties"]["by"]["enum"] == list(REPORTS)

@@ -251,5 +251,5 @@ def test_plot_by_memory(ws, walks, tmp_path):
         unit = ax.get_ylabel()
         scale = {"(GB)": 1e9, "(MB)": 1e6}[unit.split()[-1]]
         assert max(solid[0].get_ydata()) * scale == pytest.approx(walks[name][2][0][0], rel=1e-12)
-    with pytest.raises(traceql.errors.UsageError, match="one trace"):
+    with pytest.raises(traceql.UsageError, match="one trace"):
         w.plot("memory", tmp_path / "all.png")

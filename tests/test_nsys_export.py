@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import traceql
-from traceql.errors import InputError
+from traceql.core.errors import InputError
 
 from .util import cli
 

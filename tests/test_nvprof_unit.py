@@ -11,9 +11,9 @@ import tomllib
 import pytest
 
 import traceql
-from traceql import demangle
-from traceql.adapters import _data_tables
-from traceql.detect import detect
+from traceql.sources import demangle
+from traceql.sources.adapters import _data_tables
+from traceql.sources.detect import detect
 
 from .util import REPO
 

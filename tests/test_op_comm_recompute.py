@@ -294,7 +294,7 @@ def test_a_contract_2_workspace_upgrades_to_the_recompute_flags(tmp_path):
     con.execute("UPDATE torch_op SET direction = 'backward' WHERE node_range_id IS NOT NULL")
     con.execute("UPDATE workspace_version SET contract_version = 2")
     con.close()
-    with pytest.raises(traceql.errors.StaleWorkspaceError, match="changed in 3: .*; PyTorch ops: torch_op.recompute"):
+    with pytest.raises(traceql.StaleWorkspaceError, match="changed in 3: .*; PyTorch ops: torch_op.recompute"):
         traceql.open(db)
     src.rename(tmp_path / "gone.json")
     version, done = traceql.upgrade(db)
@@ -321,7 +321,7 @@ def test_graph_replays_have_their_own_no_op_row(tmp_path):
 
 def test_the_op_plot_draws_recompute_and_communication_apart(ckpt, real, tmp_path):
     pytest.importorskip("matplotlib")
-    from traceql.plot import _op_chart
+    from traceql.outputs.plot import _op_chart
 
     for w, trace_id, key, label in ((ckpt[0], None, "recompute_ns", "recomputed (checkpointing)"),
                                     (real[0], real[1]["kineto-hta-nccl-data"], "comm_ns", "communication")):

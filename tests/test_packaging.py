@@ -19,15 +19,17 @@ def test_wheel_ships_every_schema_and_query_file(tmp_path):
             if path.suffix in (".sql", ".csv"):
                 expected.add(f"{package}/{path.relative_to(REPO / folder).as_posix()}")
     assert expected and expected <= names, sorted(expected - names)
-    assert "traceql/cli.py" in names
-    assert "traceql/log4j2-traceql.properties" in names  # --engine spark's driver logging
+    # every module of every layer's subpackage (traceql/core, traceql/store, ..., traceql/cli)
+    modules = {p.relative_to(REPO).as_posix() for p in (REPO / "traceql").rglob("*.py")}
+    assert "traceql/cli/app.py" in modules and modules <= names, sorted(modules - names)
+    assert "traceql/engines/log4j2-traceql.properties" in names  # --engine spark's driver logging
 
 
 def test_build_prints_no_packaging_warning(tmp_path):
     """Issue 35: `make` printed setuptools' "project.license as a TOML table is deprecated" (twice)
     and a "Package would be ignored" warning for every folder of SQL files not listed as a package.
     The build (no isolation: this venv's setuptools) prints no warning, and the packages listed in
-    pyproject.toml are exactly the folders of schemas/ and queries/."""
+    pyproject.toml are exactly the package's subpackages (its layers) and the folders of schemas/ and queries/."""
     import tomllib
 
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
@@ -37,6 +39,7 @@ def test_build_prints_no_packaging_warning(tmp_path):
     assert "Warning" not in out and "deprecated" not in out, out
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     folders = {"traceql"} | {
+        ".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "traceql").rglob("__init__.py")} | {
         "traceql." + ".".join(p.relative_to(REPO).parts)
         for root in ("schemas", "queries") for p in [REPO / root, *(REPO / root).rglob("*")]
         if p.is_dir() and p.name != "__pycache__"}

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import traceql
-from traceql import parquet
-from traceql.contract import CONTRACT_VERSION
-from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER, contract_docs
+from traceql.outputs import parquet
+from traceql.store.contract import CONTRACT_VERSION
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER, contract_docs
 
 from .util import cli as run_cli
 

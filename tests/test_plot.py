@@ -8,8 +8,8 @@ import pytest
 import traceql
 from fixtures.gen_nsys import generate
 from traceql.cli import main
-from traceql.errors import UsageError
-from traceql.plot import INSTALL_HINT, available, kernel_label, shorten, shorten_middle
+from traceql.core.errors import UsageError
+from traceql.outputs.plot import INSTALL_HINT, available, kernel_label, shorten, shorten_middle
 
 from .util import cli
 from .util import trace_file
@@ -152,7 +152,7 @@ def test_labels():
     assert kernel_label("ampere_sgemm_128x64_tn") == "ampere_sgemm_128x64_tn"
     assert kernel_label("void at::native::f<(int)4, at::native::g<float>>(int, at::native::g<float>)") == \
         "at::native::f<(int)4, at::native::g<float>>"
-    from traceql.plot import _labels
+    from traceql.outputs.plot import _labels
 
     long = ["prefix " * 10 + "alpha", "prefix " * 10 + "beta"]  # the same first 50 characters
     out = _labels(long, [1, 2], "×{}")
@@ -191,7 +191,7 @@ def test_real_trace_op_plot(tmp_path):
 
 
 def test_kernel_labels_keep_where_names_differ():
-    from traceql.plot import _labels
+    from traceql.outputs.plot import _labels
 
     base = "at::native::vectorized_elementwise_kernel<(int)4, at::native::{}<float, float, float>, " \
            "std::array<char *, (unsigned long)3>>"
@@ -206,7 +206,7 @@ def test_an_outlier_is_cut_or_drawn_on_a_log_axis(tmp_path):
     """8 s of ncclCommInitRank next to millisecond ranges: on the linear axis its bar is cut
     (value printed, a note says so) so that the others show; --log draws all to scale."""
     pytest.importorskip("matplotlib")
-    from traceql.plot import Chart, _draw, _matplotlib, _outlier_cap
+    from traceql.outputs.plot import Chart, _draw, _matplotlib, _outlier_cap
 
     values = [8.15e9, 41.7e6, 11.8e6, 8.6e6, 13.5e3]
     chart = Chart("t", "sub", [f"r{i}" for i in range(5)], [("CPU", "#1f77b4", values)], [""] * 5)

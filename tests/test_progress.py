@@ -10,7 +10,7 @@ import pytest
 
 import traceql
 from fixtures.gen_nsys import generate
-from traceql.progress import Progress, for_stderr
+from traceql.core.progress import Progress, for_stderr
 
 from .util import REPO
 

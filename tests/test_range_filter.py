@@ -11,7 +11,7 @@ from collections import defaultdict
 import pytest
 
 import traceql
-from traceql.errors import UsageError
+from traceql.core.errors import UsageError
 
 from .util import cli
 from .util import trace_file

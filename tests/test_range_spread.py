@@ -13,7 +13,6 @@ from collections import defaultdict
 import pytest
 
 import traceql
-import traceql.errors
 
 from .util import cli
 from .test_range_filter import CS336, Source
@@ -153,5 +152,5 @@ def test_stacked_plot_one_bar_per_event(cs336, tmp_path):
         assert bars[-1].get_x() * scale + bars[-1].get_width() * scale == pytest.approx(sum(parts), abs=1)
         assert r["sync_ns"] == want[name]["sync_ns"]
     assert (tmp_path / "kfac.png").stat().st_size > 10_000
-    with pytest.raises(traceql.errors.UsageError, match="--stacked"):
+    with pytest.raises(traceql.UsageError, match="--stacked"):
         traceql.open(db).plot("kernel", stacked=True)

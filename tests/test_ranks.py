@@ -20,9 +20,10 @@ import duckdb
 import pytest
 
 import traceql
-from traceql import parallel, ranks
-from traceql.errors import InputError, UsageError
-from traceql.resources import CONTRACT_TABLES
+from traceql.store import parallel
+from traceql.sources import ranks
+from traceql.core.errors import InputError, UsageError
+from traceql.core.resources import CONTRACT_TABLES
 
 from . import rank_oracle
 from .util import REPO, make_sqlite, nsys_stub, sha256, trace_file

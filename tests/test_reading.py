@@ -65,7 +65,7 @@ def in_terminal(cols: int, *args, rows: int = 50) -> tuple[int, str]:
 
 
 def too_wide(text: str, cols: int) -> list[str]:
-    from traceql.render import text_width
+    from traceql.outputs.render import text_width
 
     return [line for line in text.splitlines() if text_width(line) > cols]
 
@@ -95,7 +95,7 @@ def utc_spans(db) -> dict[int, tuple[int, int]]:
 # ------------------------------------------------------------------------------ jobs
 
 def test_jobs_of_unrelated_traces_and_of_one_job(unrelated, job):
-    from traceql.jobs import jobs
+    from traceql.query.jobs import jobs
 
     with traceql.open(unrelated) as ws:
         found = jobs(ws)
@@ -118,7 +118,7 @@ def test_jobs_of_unrelated_traces_and_of_one_job(unrelated, job):
 def test_a_rank_recorded_twice_is_not_one_job(tmp_path):
     """Two rank files of one run (they overlap in time) both said to be rank 0 (ingest --rank):
     they contradict one job, so neither is pooled; the other four ranks of the run stay one job."""
-    from traceql.jobs import jobs
+    from traceql.query.jobs import jobs
 
     files = sorted(trace_file(NCCL).glob("*.sqlite"))
     db = tmp_path / "ws.duckdb"
@@ -251,7 +251,7 @@ def test_shortened_names_stay_distinct_on_every_shared_trace():
     TorchRec trace printed alike. On every shared trace, the kernel names shortened to any room a
     table at 80, 100 or 120 columns gives them (20 columns up) stay as many as the names, each
     within the room."""
-    from traceql.render import shorten_distinct, text_width
+    from traceql.outputs.render import shorten_distinct, text_width
 
     checked = 0
     for path in shared_traces():
@@ -303,7 +303,7 @@ COMMANDS = ("", "ingest", "report", "summary", "sql", "query", "queries", "schem
 def test_help_fits_the_terminal(cols):
     """Every command's --help is wrapped by click at the terminal's width (no pre-wrapped text
     broken mid-word), and `report --help` lists every --by value on a line of its own."""
-    from traceql.reports import REPORTS
+    from traceql.query.reports import REPORTS
 
     for command in COMMANDS:
         code, text = in_terminal(cols, *([command] if command else []), "--help")
@@ -337,7 +337,7 @@ def test_pipes_get_lines_whole(unrelated):
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     out = subprocess.run([sys.executable, "-m", "traceql", "schema", "kernel"], capture_output=True, text=True,
                          cwd=REPO, env={**env, "PYTHONPATH": str(REPO)}).stdout
-    from traceql.resources import contract_docs
+    from traceql.core.resources import contract_docs
 
     assert len(out.strip().splitlines()) == 1 + len(contract_docs()["kernel"].columns)
 
@@ -371,7 +371,7 @@ def header_cells(lines: list[str]) -> list[tuple[int, int]]:
 def test_op_report_scales_flops_and_bytes(qwen, cols):
     """`report --by op` printed 'flops 1,929,646,350,336'; tables scale FLOPs and bytes like
     copies ('5.52 TFLOP', '9.08 GB'), csv keeps the exact integers."""
-    from traceql.render import human_bytes, human_flops
+    from traceql.outputs.render import human_bytes, human_flops
 
     with traceql.open(qwen) as ws:
         rows = ws.report("op").to_pylist()
@@ -442,7 +442,7 @@ def test_unattributed_row_shows_dashes(qwen):
 def test_summary_prints_times_as_reports_do(qwen):
     """summary printed '4.0084ms' and '17.000us' (nvprof's five digits) for microsecond Kineto
     values where report printed '4.01 ms': both print the report's way now."""
-    from traceql.render import human_ns
+    from traceql.outputs.render import human_ns
 
     with traceql.open(qwen) as ws:
         s = ws.summary(limit=3)

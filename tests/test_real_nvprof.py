@@ -270,7 +270,7 @@ def test_pytorch_kernel_names_match_pyprof(nvprof_ws):
     short names must match ours exactly. Its long names come from a 2020 cxxfilt that garbles
     three names with nested substitutions (e.g. 'at::cuda::detail<float, at::cuda::detail::TensorInfo>'
     for 'at::cuda::detail::TensorInfo<float, unsigned int>'); all others must match too."""
-    from traceql import demangle
+    from traceql.sources import demangle
 
     if not demangle.available():
         pytest.skip("no C++ runtime with __cxa_demangle")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import traceql
-from traceql.detect import detect
+from traceql.sources.detect import detect
 
 from .util import NO_TRACES, TRACES
 

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 import traceql
-from traceql.detect import detect
+from traceql.sources.detect import detect
 
 from .util import trace_file
 

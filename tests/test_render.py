@@ -13,9 +13,10 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from traceql.render import (Layout, human_bytes, human_flops, human_ns, humanize, in_unit, render, shorten_distinct,
-                            shorten_middle, short_float, text_width)
-from traceql.results import tidy, tidy_reader, unique_names
+from traceql.outputs.render import (
+    Layout, human_bytes, human_flops, human_ns, humanize, in_unit, render, shorten_distinct, shorten_middle,
+    short_float, text_width)
+from traceql.core.results import tidy, tidy_reader, unique_names
 
 LONG_NAMES = [
     "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::AddFunctor<float>>"

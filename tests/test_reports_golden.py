@@ -12,11 +12,11 @@ import pytest
 
 import traceql
 from fixtures.gen_nsys import generate
-from traceql import library
+from traceql.query import library
 from traceql.cli import emit
-from traceql.errors import UsageError
-from traceql.render import render_summary
-from traceql.reports import REPORTS, report_columns, report_query
+from traceql.core.errors import UsageError
+from traceql.outputs.render import render_summary
+from traceql.query.reports import REPORTS, report_columns, report_query
 
 from .test_fixtures_ingest import check_golden
 

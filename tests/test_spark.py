@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pytest
 
 import traceql
-from traceql import spark as spark_engine
+from traceql.engines import spark as spark_engine
 from traceql.cli import main
 
 from .util import TRACES

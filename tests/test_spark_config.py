@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import traceql
-from traceql.spark import _configured, parse_conf
+from traceql.engines.spark import _configured, parse_conf
 
 
 def test_spark_conf_items():

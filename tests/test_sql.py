@@ -10,8 +10,8 @@ import pytest
 
 import traceql
 from fixtures import gen_nsys
-from traceql.errors import UsageError
-from traceql.sqlcheck import closest, parse_params
+from traceql.core.errors import UsageError
+from traceql.query.sqlcheck import closest, parse_params
 
 from .util import cli as run
 
@@ -376,7 +376,7 @@ def test_queries_lists_the_library(ws_path):
     proc = run("queries")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
-    from traceql import library
+    from traceql.query import library
 
     for q in library.library().values():
         assert f"{q.name}: {q.description}" in out

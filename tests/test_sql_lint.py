@@ -5,9 +5,9 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from traceql import library
-from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, contract_types
-from traceql.sqlcheck import Catalog, check_names
+from traceql.query import library
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, contract_types
+from traceql.query.sqlcheck import Catalog, check_names
 
 CONTRACT = CONTRACT_TABLES + CONTRACT_VIEWS
 BUILTIN = {**library.library(), **library.internal()}  # the internal tier is checked alike

@@ -8,8 +8,8 @@ import pytest
 
 import traceql
 from fixtures.gen_nsys import generate
-from traceql import stored
-from traceql.reports import REPORTS, report_query
+from traceql.store import stored
+from traceql.query.reports import REPORTS, report_query
 
 from .util import trace_file
 
@@ -24,7 +24,7 @@ NVPROF = "nvprof-gpuml-titanv/timeline.nvvp"
 def used_stored(ws, by, trace_id=None, per_trace=False, **params):
     """Whether report BY with these options reads stored rows (what run_report asks)."""
     q = report_query(by)
-    from traceql import library
+    from traceql.query import library
 
     values = {**REPORTS[by][1], **params, "trace_id": trace_id, "per_trace": per_trace}
     return stored.load(ws.con, by, q, library.bind(q, values)) is not None
@@ -59,7 +59,7 @@ def test_a_limit_reads_only_the_first_stored_rows(real, by):
     """--limit without --sort reads only the first rows of each trace from the stored table
     (at 1 M kernels `--by range --limit 20` read all 505 k stored rows); the same rows."""
     q = report_query(by)
-    from traceql import library
+    from traceql.query import library
 
     for trace_id, per_trace in [(real.trace_ids()[0], False), (None, True)]:
         for limit in (0, 1, 3):

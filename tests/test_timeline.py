@@ -14,9 +14,9 @@ import pytest
 
 import traceql
 from fixtures.gen_nsys import generate
-from traceql import library
-from traceql.errors import UsageError
-from traceql.timeline import parse_time
+from traceql.query import library
+from traceql.core.errors import UsageError
+from traceql.outputs.timeline import parse_time
 
 from .util import cli
 from .util import trace_file
@@ -361,7 +361,7 @@ def test_real_trace(tmp_path):
 def test_parts_give_the_same_timeline(workspace, tmp_path, monkeypatch):
     """Large timelines are sorted and written in parts of about PART_ROWS rows (by start
     time): the events are the same, each on the same named track."""
-    import traceql.timeline as timeline
+    import traceql.outputs.timeline as timeline
 
     def events(path):
         doc = json.loads(path.read_text())

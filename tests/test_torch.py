@@ -22,9 +22,9 @@ import duckdb
 import pytest
 
 import traceql
-from traceql import flops
-from traceql.ingest import NVTX_DEPTH_CAP
-from traceql.resources import read_schema
+from traceql.derive import flops
+from traceql.store.ingest import NVTX_DEPTH_CAP
+from traceql.core.resources import read_schema
 
 from .util import REPO, trace_file
 
@@ -360,7 +360,7 @@ def test_conv_attention_and_key_mapping():
 
 
 def test_tensor_core_patterns_volta_to_blackwell(tmp_path):
-    from traceql.pytorch import load_data
+    from traceql.derive.pytorch import load_data
 
     con = duckdb.connect()
     load_data(con)
@@ -635,7 +635,7 @@ def _marker(mod, op, *args):
     ("not a marker", None),
 ])
 def test_pyprof_params_of_other_op_classes(marker, expected):
-    from traceql.pyprof_params import params
+    from traceql.derive.pyprof_params import params
 
     got = params(marker)
     assert (got if got is None else got["fprop"]) == expected

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from traceql import library
-from traceql.transpile import UntranslatableError, to_spark
+from traceql.query import library
+from traceql.engines.transpile import UntranslatableError, to_spark
 
 # The documented gaps (docs/spark.md): nothing else may fail to translate.
 GAPS = {

@@ -20,8 +20,8 @@ import duckdb
 import pytest
 
 import traceql
-from traceql.contract import CONTRACT_VERSION
-from traceql.resources import CONTRACT_TABLES, ROW_ORDER
+from traceql.store.contract import CONTRACT_VERSION
+from traceql.core.resources import CONTRACT_TABLES, ROW_ORDER
 
 from .util import REPO, sha256, trace_file
 
@@ -125,7 +125,7 @@ def test_a_v1_workspace_is_refused_with_how_to_upgrade(v1_workspace):
                                       f"version {CONTRACT_VERSION} (changed in 2: attribution:"), proc.stderr
         assert proc.stderr.rstrip().endswith(f"run 'traceql --db {db} upgrade' to bring it forward "
                                              "(nothing is changed until you do)")
-    with pytest.raises(traceql.errors.StaleWorkspaceError):
+    with pytest.raises(traceql.StaleWorkspaceError):
         traceql.open(db)
     assert sha256(db) == before
 
@@ -242,7 +242,7 @@ def test_a_newer_workspace_is_refused(tmp_path):
 
 
 def test_every_version_has_a_changelog_section():
-    from traceql.contract import CHANGES
+    from traceql.store.contract import CHANGES
 
     text = (REPO / "schemas" / "CHANGELOG.md").read_text()
     for version in range(1, CONTRACT_VERSION + 1):

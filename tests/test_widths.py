@@ -19,9 +19,9 @@ from click.testing import CliRunner
 import traceql
 from fixtures.gen_nsys import generate
 from traceql.cli import cli
-from traceql.render import humanize, render_summary, text_width
-from traceql.reports import report_query
-from traceql.resources import CONTRACT_TABLES, CONTRACT_VIEWS
+from traceql.outputs.render import humanize, render_summary, text_width
+from traceql.query.reports import report_query
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS
 
 from .util import cli as run_cli
 from .test_fixtures_ingest import check_golden

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import traceql
-from traceql.errors import InputError
+from traceql.core.errors import InputError
 
 from .util import REPO, make_sqlite, nsys_stub, sha256, trace_file
 
@@ -58,7 +58,7 @@ def test_failure_midway_leaves_workspace_and_no_temporary_files(tmp_path, monkey
     def boom(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(import_module("traceql.ingest"), "_add_trace_row", boom)
+    monkeypatch.setattr(import_module("traceql.store.ingest"), "_add_trace_row", boom)
     with pytest.raises(KeyboardInterrupt):
         traceql.ingest([nsys_stub(tmp_path / "b.sqlite")], db=db)
     assert sha256(db) == before
@@ -172,7 +172,7 @@ def test_ingest_memory_settings(tmp_path, monkeypatch, limit):
     DuckDB's default budget, and an ingest under it works."""
     import duckdb
 
-    ingest_mod = import_module("traceql.ingest")
+    ingest_mod = import_module("traceql.store.ingest")
     if limit is None:
         monkeypatch.delenv("TRACEQL_MEMORY_LIMIT", raising=False)
     else:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .errors import TraceqlError, UsageError
+from traceql.core.errors import TraceqlError, UsageError
 
 SQL_ROW_CAP = 1000  # rows the sql tool returns at most (the note says how many there were)
 TEXT_ROWS = 20  # rows of the short text table beside the structured content
@@ -44,14 +44,14 @@ class Tool:
 
 def _jsonable(rows: list[dict]) -> list[dict]:
     """Rows as JSON values: exact integers for integral decimals, text for times (render._json_value)."""
-    from .render import _json_value
+    from traceql.outputs.render import _json_value
 
     return json.loads(json.dumps(rows, default=_json_value))
 
 
 def _result(table, note: str | None = None, row_count: int | None = None) -> dict:
     """A pyarrow Table as structured content: column names and types, rows, their count, a note."""
-    from .render import render
+    from traceql.outputs.render import render
 
     text = io.StringIO()
     shown = table.slice(0, TEXT_ROWS)
@@ -84,7 +84,7 @@ def _traces(db: Path, args: dict) -> dict:
 
 
 def _schema(db: Path, args: dict) -> dict:
-    from .resources import view_docs
+    from traceql.core.resources import view_docs
 
     docs = view_docs(args.get("view"))
     views = [{"view": d.name, "kind": d.kind, "description": d.doc,
@@ -97,7 +97,7 @@ def _schema(db: Path, args: dict) -> dict:
 
 
 def _report(db: Path, args: dict) -> dict:
-    from .reports import GROUPINGS, empty_note
+    from traceql.query.reports import GROUPINGS, empty_note
 
     by = args["by"]
     params = {}
@@ -139,7 +139,7 @@ def _analyze(db: Path, args: dict) -> dict:
     limit = args.get("limit", EVIDENCE_ROWS)
     with _open(db) as ws:
         result = ws.analyze(args.get("rules") or None, trace_id=args.get("trace"), **(args.get("params") or {}))
-    from .reports import order_and_limit
+    from traceql.query.reports import order_and_limit
 
     evidence = {name: order_and_limit(t, None, limit, per_trace=True) for name, t in result.evidence.items()}
     findings = _result(result.findings)
@@ -153,7 +153,7 @@ def _diff(db: Path, args: dict) -> dict:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .diff import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, diff
+    from traceql.analysis.diff import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, diff
 
     # trace ids of this workspace only: a side given as a file would be read from this machine
     result = diff(str(args["a"]), str(args["b"]), db, alpha=args.get("alpha", DEFAULT_ALPHA),
@@ -175,7 +175,7 @@ NAMES = {"type": "array", "items": {"type": "string"}}
 
 
 def _tools() -> dict[str, Tool]:
-    from .reports import REPORTS
+    from traceql.query.reports import REPORTS
 
     tools = [
         Tool("traces", "The traces ingested in the workspace, as `traceql info` shows them: trace id, source file, "
@@ -275,11 +275,11 @@ def call(db: Path, name: str, args: dict | None) -> tuple[dict | None, str, bool
             raise UsageError(f"{name}: argument {where + ': ' if where else ''}{exc.message}") from None
         out = tools[name].run(Path(db), args)
     except TraceqlError as exc:
-        from .faults import printable
+        from traceql.core.faults import printable
 
         return None, f"traceql: error: {printable(str(exc))}", True
     except Exception as exc:  # noqa: BLE001 - a tool error for the agent, the server stays up
-        from .faults import first_line
+        from traceql.core.faults import first_line
 
         return None, f"traceql: error: {first_line(exc)}", True
     text = out.pop("text")
@@ -293,7 +293,7 @@ def serve(db: Path) -> None:
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 
-    from . import __version__
+    from traceql.core.version import __version__
 
     async def list_tools(ctx, params):
         return types.ListToolsResult(tools=[types.Tool(name=t.name, description=t.description, input_schema=t.schema)

@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from . import library
-from .errors import UsageError
+from traceql.query import library
+from traceql.core.errors import UsageError
 
 PREFIX = "analyze/"
 FINDINGS_EXIT = 8  # exit code of `traceql analyze --fail-on RULE` when RULE has findings
@@ -82,7 +82,7 @@ def rule(name: str) -> Rule:
     known = rules()
     key = name[len(PREFIX):] if name.startswith(PREFIX) else name
     if key not in known:
-        from .sqlcheck import closest
+        from traceql.query.sqlcheck import closest
 
         best = closest(key, list(known))
         hint = f"did you mean {best}? " if best else ""
@@ -143,7 +143,7 @@ def analyze(ws, rule_names=None, trace_id: int | None = None, params: dict | Non
     spans = {r["trace_id"]: r["duration"] for r in ws.execute(
         "SELECT trace_id, duration FROM trace WHERE ? IS NULL OR trace_id = ? ORDER BY trace_id",
         [trace_id, trace_id]).to_arrow_table().to_pylist()}
-    from .results import tidy
+    from traceql.core.results import tidy
 
     evidence, used, rows = {}, {}, []
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side; the rules'
@@ -213,7 +213,7 @@ def _summary_text(r: Rule, found, labels: dict) -> tuple[str, str | None]:
     the evidence rows FOUND (an Arrow table)."""
     import pyarrow.compute as pc
 
-    from .render import human_ns
+    from traceql.outputs.render import human_ns
 
     def amounts(n, recoverable, total, short=False):
         noun = r.finding[0] if n == 1 else r.finding[1]
@@ -241,13 +241,13 @@ def _summary_text(r: Rule, found, labels: dict) -> tuple[str, str | None]:
 
 
 def _count(name: str, n) -> str:
-    from .render import human_bytes
+    from traceql.outputs.render import human_bytes
 
     return human_bytes(n) if name == "bytes" else f"{n:,}"
 
 
 def _value_text(param: str, value) -> str:
-    from .render import human_ns
+    from traceql.outputs.render import human_ns
 
     if value is None:
         return "-"
@@ -267,7 +267,7 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
     context rules (iterations), then the rules with findings, most recoverable time first, each
     with its summary, breakdown, advice and top LIMIT evidence rows; then the rules without
     findings and those that abstained."""
-    from .render import human_ns
+    from traceql.outputs.render import human_ns
 
     md = fmt == "markdown"
     rows = analysis.findings.to_pylist()
@@ -280,11 +280,11 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
         if i:
             out.write("\n")
         span = "no events" if t["duration"] is None else f"span {human_ns(t['duration'])}"
-        from .render import clean_text
+        from traceql.outputs.render import clean_text
 
         path = clean_text(t["path"])
         if not md and width:  # a path longer than the terminal keeps both ends (continuation indent 2)
-            from .render import shorten_middle
+            from traceql.outputs.render import shorten_middle
             path = shorten_middle(path, width - 2)
         head = f"trace {tid} ({span}): {path}"
         out.write(f"## {head}\n\n" if md else _wrapped(head, width) + "\n")
@@ -314,7 +314,7 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
 
 def _rule_text(analysis: Analysis, x: dict, n: int | None, t: dict, out, fmt: str, width, limit: int,
                advised: set) -> None:
-    from .render import clean_text
+    from traceql.outputs.render import clean_text
 
     x = {**x, **{k: clean_text(x[k]) for k in ("summary", "breakdown") if x.get(k)}}  # names of the trace
     r = analysis.rules[x["rule"]]
@@ -344,7 +344,7 @@ def advised_by(analysis: Analysis, rule_name: str) -> list[int]:
 def _evidence(analysis: Analysis, r: Rule, trace_id: int, out, fmt: str, width, limit: int, total: int) -> None:
     import pyarrow.compute as pc
 
-    from .render import humanize, render
+    from traceql.outputs.render import humanize, render
 
     table = analysis.evidence[r.name]
     table = table.filter(pc.and_(pc.equal(table.column("trace_id"), trace_id),

@@ -100,8 +100,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import InputError, UsageError
-from .stats import benjamini_hochberg, paired, trimmed, yuen, yuen_stratified, z_test
+from traceql.core.errors import InputError, UsageError
+from traceql.analysis.stats import benjamini_hochberg, paired, trimmed, yuen, yuen_stratified, z_test
 
 GATE_EXIT = 7  # exit code of `traceql diff --gate PCT` when the gate fails
 DEFAULT_ALPHA = 0.01
@@ -184,8 +184,8 @@ def classify(spec, db=None) -> Side:
 
 
 def _side_stats(ws, side: Side, kernel_key: str, trim: float) -> SideStats:
-    from . import library
-    from .results import tidy
+    from traceql.query import library
+    from traceql.core.results import tidy
 
     ws.check_trace(side.trace_id)
     q = library.get("_internal/diff_side")
@@ -232,7 +232,7 @@ MIN_ITERATIONS = 3  # fewest iterations of the joint anchor on each side (analyz
 def _per_iteration(ws, side: Side, anchor: tuple, kernel_key: str, leaf: bool = False) -> tuple[dict, set]:
     """queries/_internal/diff_per_iteration.sql on one side for ANCHOR (source, family): {(section, key):
     {iteration: ns}} and the communication keys. leaf: NVTX ranges by their own name."""
-    from . import library
+    from traceql.query import library
 
     q = library.get("_internal/diff_per_iteration")
     rows = ws.execute(q.sql, library.bind(q, {"trace_id": side.trace_id, "anchor_source": anchor[0],
@@ -249,7 +249,7 @@ def _per_iteration(ws, side: Side, anchor: tuple, kernel_key: str, leaf: bool = 
 
 
 def _what(anchor: tuple) -> str:
-    from .faults import printable
+    from traceql.core.faults import printable
 
     source, family = anchor
     if source == "ProfilerStep":
@@ -265,7 +265,7 @@ def _joint(sides: list, stats: list, kernel_key: str) -> str | None:
     on each side is taken, and both sides' SideStats then hold its iterations (paired). Returns
     a note for the reader: which anchor was taken when a side found another, or why none could be
     matched (then the sides keep what they found)."""
-    from .workspace import Workspace
+    from traceql.store.workspace import Workspace
 
     anchors = []
     for s in stats:
@@ -313,9 +313,9 @@ def _already_ingested(side: Side, db: Path) -> bool:
     used (the file is ingested as usual)."""
     import duckdb
 
-    from .errors import TraceqlError
-    from .ingest import file_sha256
-    from .workspace import Workspace
+    from traceql.core.errors import TraceqlError
+    from traceql.store.ingest import file_sha256
+    from traceql.store.workspace import Workspace
 
     if not db.is_file() or not _is_workspace(db):
         return False
@@ -339,7 +339,7 @@ def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, pr
          on_wait=None) -> tuple[SideStats, SideStats]:
     """The two sides' statistics. Trace files are ingested together into a temporary workspace,
     removed before this returns."""
-    from .workspace import Workspace, default_db
+    from traceql.store.workspace import Workspace, default_db
 
     if kernel_key not in ("name", "short_name"):
         raise UsageError(f"--kernel-key {kernel_key}: expected name or short_name")
@@ -353,7 +353,7 @@ def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, pr
     files = [s for s in files if not _already_ingested(s, Path(db) if db is not None else default_db())]
     with contextlib.ExitStack() as stack:
         if files:
-            from .ingest import ingest
+            from traceql.store.ingest import ingest
 
             tmp = Path(tempfile.mkdtemp(prefix="traceql-diff-"))
             stack.callback(shutil.rmtree, tmp, True)
@@ -558,7 +558,7 @@ def warnings(a: SideStats, b: SideStats) -> list[str]:
     versions (for PyTorch profiler traces with their CUDA runtime and driver versions), other
     formats, another NVIDIA driver, CUDA driver or runtime version or PyTorch version (the trace
     columns of VERSIONS, where both sides record them), iterations of another kind."""
-    from .faults import printable
+    from traceql.core.faults import printable
 
     out = []
 

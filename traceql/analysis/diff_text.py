@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .diff import GATE_EXIT, GATED, HEADLINE, SECTIONS, TITLES, Diff, gate_rows
+from traceql.analysis.diff import GATE_EXIT, GATED, HEADLINE, SECTIONS, TITLES, Diff, gate_rows
 
 
 def gate_message(d: "Diff", failed: list, pct: float) -> str:
@@ -25,7 +25,7 @@ def gate_message(d: "Diff", failed: list, pct: float) -> str:
 
 
 def _signed_ns(v) -> str:
-    from .render import human_ns
+    from traceql.outputs.render import human_ns
 
     return "" if v is None else ("+" if v > 0 else "") + human_ns(v)
 
@@ -39,7 +39,7 @@ def _q(v) -> str:
 
 
 def _side_text(side: dict) -> str:
-    from .faults import printable
+    from traceql.core.faults import printable
 
     traces = side["traces"]
     what = ", ".join(" ".join(x for x in (t["source_format"], t["exporter_version"]) if x) for t in traces[:1])
@@ -100,7 +100,7 @@ def _display(rows: list[dict], section: str, markdown: bool):
     """The rows as a table of text for people: numbers right-aligned, the key last."""
     import pyarrow as pa
 
-    from .render import human_ns
+    from traceql.outputs.render import human_ns
 
     right = {b"align": b"right"}
     columns = _TOTAL_COLUMNS if section == "total" else _ROW_COLUMNS + (
@@ -143,8 +143,8 @@ def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit
     time change first, at most LIMIT of them."""
     import io
 
-    from .analyze import _wrapped
-    from .render import render
+    from traceql.analysis.analyze import _wrapped
+    from traceql.outputs.render import render
 
     md = fmt == "markdown"
     rows = d.rows.to_pylist()

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import click
 
-from . import __version__, library
-from .errors import InputError, TraceqlError, UsageError
-from .faults import printable
-from .jobs import pooling_warning, split_note
-from .progress import for_stderr
-from .render import FORMATS, UNITS, human_ns, humanize, render, render_summary, source_label
-from .reports import REPORTS, blurb, empty_note, report_query
-from .resources import view_docs
+from traceql.core.version import __version__
+from traceql.query import library
+from traceql.core.errors import InputError, TraceqlError, UsageError
+from traceql.core.faults import printable
+from traceql.query.jobs import pooling_warning, split_note
+from traceql.core.progress import for_stderr
+from traceql.outputs.render import FORMATS, UNITS, human_ns, humanize, render, render_summary, source_label
+from traceql.query.reports import REPORTS, blurb, empty_note, report_query
+from traceql.core.resources import view_docs
 
 # Imported where a command needs them, so that the others start faster: traceql.ingest
 # (the ingest machinery) and traceql.sqlcheck (sqlglot).
@@ -43,7 +44,7 @@ class Context:
         """--db, else $TRACEQL_DB or ./traceql.duckdb (traceql.workspace, and with it DuckDB,
         imported only by the commands that use a workspace)."""
         if self._db is None:
-            from .workspace import default_db
+            from traceql.store.workspace import default_db
 
             self._db = default_db()
         return self._db
@@ -53,16 +54,16 @@ class Context:
         self._db = value
 
     def open(self, write: bool = False, queries=(), allow_files: bool = False) -> Workspace:
-        from .workspace import Workspace
+        from traceql.store.workspace import Workspace
 
         if self.engine == "spark":  # traceql.spark: the same reports, on Spark over the Parquet export
-            from .spark import SparkWorkspace, parse_conf
+            from traceql.engines.spark import SparkWorkspace, parse_conf
 
             return SparkWorkspace(self.db, queries=self.queries + tuple(queries), master=self.spark_master,
                                   conf=parse_conf(self.spark_conf))
         ws = Workspace(self.db, write=write, queries=self.queries + tuple(queries), on_wait=say_wait,
                        allow_files=allow_files)
-        from .faults import interrupt_on_sigint
+        from traceql.core.faults import interrupt_on_sigint
 
         interrupt_on_sigint(ws.con)  # Ctrl-C also while a streamed result is read: exit 130
         ws.on_connect.append(interrupt_on_sigint)  # and on the connection after derived tables are built
@@ -72,7 +73,7 @@ class Context:
 def tell(message: str) -> None:
     """A note or warning for people on stderr ('traceql: ' first), wrapped to the terminal's
     width when stderr is one."""
-    from .render import _fill, terminal_width
+    from traceql.outputs.render import _fill, terminal_width
 
     click.echo(_fill(f"traceql: {message}", terminal_width(sys.stderr), "  "), err=True)
 
@@ -81,7 +82,7 @@ def say(text: str, indent: int = 2) -> None:
     """A line for people on stdout, wrapped to the terminal's width ($COLUMNS, else the
     terminal's; into a pipe as it is), the lines after the first indented by `indent`; a NUL
     is a space that never breaks ('kernel\0' '17,032' stays on one line)."""
-    from .render import hang, terminal_width
+    from traceql.outputs.render import hang, terminal_width
 
     click.echo(hang(text, None if wide() else terminal_width(sys.stdout), indent).replace("\0", " "))
 
@@ -89,7 +90,7 @@ def say(text: str, indent: int = 2) -> None:
 def shown_path(path: str, before: int) -> str:
     """A path on a line after `before` columns of text: shortened in the middle (its file name
     kept) to fit a terminal; whole into a pipe."""
-    from .render import shorten_middle, terminal_width
+    from traceql.outputs.render import shorten_middle, terminal_width
 
     width = None if wide() else terminal_width(sys.stdout)
     return path if width is None or before + len(path) <= width else shorten_middle(path, width - before)
@@ -227,7 +228,7 @@ def table_width(out=None) -> int | None:
         return obj.width
     if out is not None:
         return None
-    from .render import terminal_width
+    from traceql.outputs.render import terminal_width
 
     return terminal_width(sys.stdout, wide())
 
@@ -264,7 +265,7 @@ def _views_help() -> str:
     """The contract's views for the top-level help, from the contract itself."""
     import textwrap
 
-    from .resources import CONTRACT_TABLES, CONTRACT_VIEWS
+    from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS
 
     # the docstring's lines are indented by 4: so are the lines after the first
     return textwrap.fill("Views: " + ", ".join(CONTRACT_TABLES + CONTRACT_VIEWS) + ".", 78, subsequent_indent="    ")
@@ -304,7 +305,7 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
     OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID ...; Kineto: distributedInfo), else from its
     name ('rank3', nsys's -o ..._%h_%p); trace.host_source, rank_source ... say which.
     """
-    from .ingest import ingest as ingest_files
+    from traceql.store.ingest import ingest as ingest_files
 
     progress = for_stderr()  # bars on a terminal only
     try:
@@ -321,7 +322,7 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
         version = f"{source} schema {det.schema_version}" if det.schema_version else f"{source}, no schema version"
         click.echo(f"{verb} trace {r.trace_id}: {printable(str(r.path))} "
                    f"({version}, layout {det.layout}) in {r.seconds:.2f} s")
-        from .workspace import COUNTED
+        from traceql.store.workspace import COUNTED
 
         if det.exported_from is not None:
             click.echo(f"  exported from {printable(str(det.exported_from))} by nsys export")
@@ -348,8 +349,8 @@ def upgrade(obj: Context):
     workspace holds (what only the source holds stays empty; ingest_stats says so).
     schemas/CHANGELOG.md lists what each contract version changed.
     """
-    from .contract import CONTRACT_VERSION
-    from .upgrade import upgrade as run_upgrade
+    from traceql.store.contract import CONTRACT_VERSION
+    from traceql.store.upgrade import upgrade as run_upgrade
 
     progress = for_stderr()
     try:
@@ -420,7 +421,7 @@ def rm(obj: Context, trace_ids):
     Tables you made with `sql --write` are left as they are. The workspace is rewritten as a
     copy renamed over it, like an ingest: interrupted, it is unchanged.
     """
-    from .remove import remove
+    from traceql.store.remove import remove
 
     for r in remove(trace_ids, db=obj.db, on_wait=say_wait):
         click.echo(f"removed trace {r.trace_id}: {printable(r.path)} ({r.rows:,} rows)")
@@ -471,7 +472,7 @@ else text; DuckDB binds them, they never become part of the SQL text.
 @wide_option
 @click.pass_obj
 def sql(obj: Context, query, file, params, dialect, write, allow_files, fmt, output):
-    from .library import parse_params
+    from traceql.query.library import parse_params
 
     text = read_sql(query, file)
     values = parse_params(params)
@@ -504,7 +505,7 @@ def read_sql(query: str | None, file: Path | None) -> str:
 def check_output(path: Path | None, folder: bool = False, overwrite: bool | None = None, inputs=()) -> None:
     """-o PATH before any work, the same rule for every command (traceql.guard.check_output):
     never the workspace (--db) or an input, a file that exists only with --overwrite."""
-    from .guard import check_output as check
+    from traceql.store.guard import check_output as check
 
     obj = click.get_current_context().find_object(Context)
     check(path, workspace=obj.db if obj is not None else None, inputs=inputs,
@@ -571,7 +572,7 @@ def query_cmd(obj: Context, name, params, queries, fmt, output):
 
     traceql query range --param group_by=path --param max_depth=2
     """
-    from .library import parse_params
+    from traceql.query.library import parse_params
 
     values = parse_params(params)
     check_output(output)
@@ -775,7 +776,7 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
                   "spread": spread, "skip_first": skip_first}
     if by == "op":
         params = {"with_shapes": with_shapes, "level": level, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
-    from .reports import GROUPINGS
+    from traceql.query.reports import GROUPINGS
 
     if by in GROUPINGS and ctx.get_parameter_source("group_by") != click.core.ParameterSource.DEFAULT:
         if group_by not in GROUPINGS[by]:
@@ -887,8 +888,8 @@ with recoverable time, for CI.
 @wide_option
 @click.pass_obj
 def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail_on, list_rules):
-    from .analyze import FINDINGS_EXIT, rule, rules, write_text
-    from .library import parse_params
+    from traceql.analysis.analyze import FINDINGS_EXIT, rule, rules, write_text
+    from traceql.query.library import parse_params
 
     if list_rules:
         for r in (rules().values() if not rule_names else [rule(n) for n in rule_names]):
@@ -917,7 +918,7 @@ def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail
         doc = {"findings": result.findings.to_pylist(),
                "evidence": {name: (t if limit is None else _first_rows(t, limit)).to_pylist()
                             for name, t in result.evidence.items()}}
-        from .render import _json_value
+        from traceql.outputs.render import _json_value
 
         text = json.dumps(doc, default=_json_value, indent=1) + "\n"
         if output is None:
@@ -939,7 +940,7 @@ def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail
 
 def _first_rows(table, limit: int):
     """The first LIMIT rows of each trace of an evidence table (it is ranked within each trace)."""
-    from .reports import order_and_limit
+    from traceql.query.reports import order_and_limit
 
     return order_and_limit(table, None, limit, per_trace=True)
 
@@ -1009,9 +1010,9 @@ Tables and markdown show the changed rows; csv, tsv, json and parquet give every
 @click.pass_obj
 def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_iteration, kernel_key, paired,
          sections, limit, show_all):
-    from .diff import GATE_EXIT
-    from .diff_text import gate_message, write_text
-    from .diff import diff as compare_runs
+    from traceql.analysis.diff import GATE_EXIT
+    from traceql.analysis.diff_text import gate_message, write_text
+    from traceql.analysis.diff import diff as compare_runs
 
     check_output(output, inputs=[Path(x) for x in (a, b) if Path(x).exists()])
     progress = for_stderr()  # bars on a terminal only, while trace files are ingested
@@ -1039,7 +1040,7 @@ def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_ite
 
             table = table.filter(pc.is_in(table.column("section"), value_set=pa_strings(sections)))
         if fmt == "json":
-            from .render import _json_value
+            from traceql.outputs.render import _json_value
 
             text = json.dumps({"summary": result.summary(), "rows": table.to_pylist()}, default=_json_value,
                               indent=1) + "\n"
@@ -1106,7 +1107,7 @@ def plot(obj: Context, by, output, trace_id, match, domain, skip_first, stacked,
     kernel and memcpy time stacked; --skip-first N leaves out each name's warm-up instances.
     """
     _allow_numpy()  # matplotlib needs it
-    from .plot import plot as draw
+    from traceql.outputs.plot import plot as draw
 
     check_output(output)
     with obj.open() as ws:
@@ -1184,7 +1185,7 @@ def mcp_cmd(obj: Context):
     command `traceql --db WORKSPACE mcp` (README: "An agent's questions").
     """
     try:
-        from .mcp_server import serve
+        from traceql.mcp_server import serve
         import mcp  # noqa: F401 - the SDK, an optional dependency
     except ImportError:
         raise UsageError("traceql mcp needs the Model Context Protocol SDK: pip install 'traceql[mcp]'") from None
@@ -1206,7 +1207,7 @@ def schema(view):
 
 def main(argv=None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
-    from .faults import fault, first_line, is_disk_full, is_interrupt
+    from traceql.core.faults import fault, first_line, is_disk_full, is_interrupt
 
     _quiet_signals()
     if argv is None:  # run from the shell, not called from Python

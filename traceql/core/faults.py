@@ -64,7 +64,7 @@ def is_host_file_refusal(exc: BaseException) -> bool:
 
 def printable(text: str) -> str:
     """TEXT safe on a terminal, one line (traceql.render.clean_text, the one escaping function)."""
-    from .render import clean_text
+    from traceql.outputs.render import clean_text
 
     return clean_text(text)
 
@@ -81,7 +81,7 @@ def fault(exc: BaseException, workspace) -> BaseException | None:
     mistake in the SQL: a full disk or a damaged workspace (WorkspaceError), a host file the
     query may not touch (UsageError). None otherwise, and for an interrupt, which goes up as it
     is (the CLI exits 130 on it, see is_interrupt)."""
-    from .errors import UsageError, WorkspaceError
+    from traceql.core.errors import UsageError, WorkspaceError
 
     if is_interrupt(exc):
         return None

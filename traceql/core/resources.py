@@ -141,8 +141,8 @@ def view_docs(view: str | None = None) -> dict[str, ViewDoc]:
     if view is None:
         return docs
     if view not in docs:
-        from .errors import UsageError
-        from .sqlcheck import closest
+        from traceql.core.errors import UsageError
+        from traceql.query.sqlcheck import closest
 
         best = closest(view, list(docs))
         hint = f"did you mean {best}? " if best else ""

@@ -34,7 +34,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from .resources import read_schema, schema_file
+from traceql.core.resources import read_schema, schema_file
 
 SOURCES = ("pyprof", "python", "cuda_backtrace")
 FIELDS = ("frame", "module")
@@ -108,7 +108,7 @@ def _frame_text(frame: str) -> str:
 
 def write_folded(ws, output, trace_id: int | None = None, overwrite: bool = False) -> int:
     """Write the folded stacks of the trace(s) to OUTPUT; the number of lines."""
-    from .errors import UsageError
+    from traceql.core.errors import UsageError
 
     output = Path(output)
     if output.exists() and not overwrite:

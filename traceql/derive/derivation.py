@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from .errors import UsageError
-from .resources import read_schema
+from traceql.core.errors import UsageError
+from traceql.core.resources import read_schema
 
 BUILT = "derived_family"
 INGEST = "ingest"  # the family every ingest builds

@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UsageError
+from traceql.core.errors import UsageError
 
 ENV = "TRACEQL_FLOPS"
 GROUP = "traceql.flops"

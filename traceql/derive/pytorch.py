@@ -16,9 +16,9 @@ ingest_stats rows.
 
 from __future__ import annotations
 
-from . import flops, flops_plugins, pyprof_params
-from .adapters import _create_temp, _data_tables
-from .resources import read_schema
+from traceql.derive import flops, flops_plugins, pyprof_params
+from traceql.sources.adapters import _create_temp, _data_tables
+from traceql.core.resources import read_schema
 
 DATA = ("tensor_core_patterns", "kernel_dtypes", "gpu_peaks", "sm_throughput")
 

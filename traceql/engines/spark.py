@@ -41,8 +41,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import parquet
-from .errors import UsageError
+from traceql.outputs import parquet
+from traceql.core.errors import UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -279,7 +279,7 @@ class SparkWorkspace:
         """Run the DuckDB SQL of the query library (trusted SQL, as Workspace.execute) on Spark:
         translated by traceql.transpile, parameters bound by Spark, the result with DuckDB's
         column types."""
-        from .transpile import to_spark
+        from traceql.engines.transpile import to_spark
 
         if self._closed:
             raise UsageError("the Spark workspace is closed")
@@ -301,7 +301,7 @@ class SparkWorkspace:
         """The Arrow schema DuckDB gives SQL with these parameters (run over the empty contract)."""
         import duckdb
 
-        from .resources import read_schema
+        from traceql.core.resources import read_schema
 
         if self._template_con is None:
             con = duckdb.connect()
@@ -344,14 +344,14 @@ class SparkWorkspace:
 
     # -- what a Workspace offers ---------------------------------------------------------
     def queries(self) -> dict:
-        from . import library
+        from traceql.query import library
 
         return library.collection(self.query_dirs)
 
     def query(self, name: str, **params) -> "pa.Table":
         """Run a query of the library with its parameters, as Workspace.query."""
-        from . import library
-        from .results import tidy
+        from traceql.query import library
+        from traceql.core.results import tidy
 
         q = library.get(name, self.query_dirs)
         values = library.bind(q, params)
@@ -361,7 +361,7 @@ class SparkWorkspace:
 
     def report(self, by: str, trace_id: int | None = None, **params) -> "pa.Table":
         """What `traceql report --by BY --engine spark` prints (see Workspace.report)."""
-        from .reports import run_report
+        from traceql.query.reports import run_report
 
         if params.get("range") or params.get("range_match"):
             raise UsageError("--range and --range-match run on DuckDB only: their SQL (schemas/filters/) uses "
@@ -372,7 +372,7 @@ class SparkWorkspace:
 
     def summary(self, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None,
                 recompute: bool = False):
-        from .reports import summary
+        from traceql.query.reports import summary
 
         self.check_trace(trace_id)
         return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=True)

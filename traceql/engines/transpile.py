@@ -40,7 +40,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from .errors import UsageError
+from traceql.core.errors import UsageError
 
 
 class UntranslatableError(UsageError):
@@ -147,7 +147,7 @@ def _qualified(tree: exp.Expression) -> exp.Expression:
 
 @lru_cache(maxsize=1)
 def _schema() -> dict:
-    from .resources import contract_types
+    from traceql.core.resources import contract_types
 
     return {view: {name: ("VARCHAR" if kind.startswith("ENUM") else kind) for name, kind in cols}
             for view, cols in contract_types().items()}

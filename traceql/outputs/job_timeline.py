@@ -25,12 +25,14 @@ import gzip
 import json
 import os
 
-from . import __version__, library
-from .clocks import Placement, placements
-from .jobs import jobs
-from .errors import UsageError
-from .progress import as_progress
-from .timeline import TimelineResult, _Ids, _namer, _parts, _Writer, _key, checked_output, window, write_rows
+from traceql.core.version import __version__
+from traceql.query import library
+from traceql.query.clocks import Placement, placements
+from traceql.query.jobs import jobs
+from traceql.core.errors import UsageError
+from traceql.core.progress import as_progress
+from traceql.outputs.timeline import (
+    TimelineResult, _Ids, _namer, _parts, _Writer, _key, checked_output, window, write_rows)
 
 ID_STRIDE = 2**40  # a trace's ids stay below it; times 8192 traces it stays below 2**53 (exact in JSON)
 

@@ -44,8 +44,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .errors import UsageError
-from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER, contract_docs
+from traceql.core.errors import UsageError
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER, contract_docs
 
 FORMAT = "traceql-parquet"
 FORMAT_VERSION = 1
@@ -61,7 +61,7 @@ def _arrow_types() -> dict[str, pa.Schema]:
     an in-memory database)."""
     import duckdb
 
-    from .resources import read_schema
+    from traceql.core.resources import read_schema
 
     con = duckdb.connect()
     try:
@@ -81,7 +81,7 @@ def _plain(t: pa.DataType) -> pa.DataType:
 def view_schema(view: str, with_partition: bool = False) -> pa.Schema:
     """The Arrow schema of VIEW's files (without trace_id, the partition column, unless
     with_partition), with the contract's descriptions as field and schema metadata."""
-    from .contract import CONTRACT_VERSION
+    from traceql.store.contract import CONTRACT_VERSION
 
     doc = contract_docs()[view]
     described = {c.name: c.doc for c in doc.columns}
@@ -99,8 +99,8 @@ def view_schema(view: str, with_partition: bool = False) -> pa.Schema:
 
 def manifest() -> dict:
     """What _traceql.json holds."""
-    from . import __version__
-    from .contract import CONTRACT_VERSION
+    from traceql.core.version import __version__
+    from traceql.store.contract import CONTRACT_VERSION
 
     types = {v: dict(cols) for v, cols in _duckdb_types().items()}
     views = {}
@@ -115,7 +115,7 @@ def manifest() -> dict:
 
 
 def _duckdb_types() -> dict[str, list[tuple[str, str]]]:
-    from .resources import contract_types
+    from traceql.core.resources import contract_types
 
     return contract_types()
 
@@ -123,7 +123,7 @@ def _duckdb_types() -> dict[str, list[tuple[str, str]]]:
 def read_manifest(root: str | os.PathLike) -> dict:
     """The manifest of the export at ROOT, checked: UsageError when ROOT is no traceql Parquet
     export, or one of another format or contract version than this traceql's."""
-    from .contract import CONTRACT_VERSION
+    from traceql.store.contract import CONTRACT_VERSION
 
     path = Path(root) / MANIFEST
     if not path.is_file():
@@ -140,7 +140,7 @@ def read_manifest(root: str | os.PathLike) -> dict:
 
 
 def check_manifest(data: dict, where: str) -> dict:
-    from .contract import CONTRACT_VERSION
+    from traceql.store.contract import CONTRACT_VERSION
 
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UsageError(f"{where}: {MANIFEST} is not a traceql Parquet export's manifest")
@@ -162,7 +162,7 @@ def write(con, out_dir: str | os.PathLike, trace_ids: list[int], *, trace_id_off
     """Write the traces TRACE_IDS of the workspace open on CON as partitions of OUT_DIR (see the
     module's documentation); the files written. Partitions that exist already are refused unless
     overwrite; other traces' partitions in OUT_DIR stay as they are."""
-    from .progress import as_progress
+    from traceql.core.progress import as_progress
 
     progress = as_progress(progress)
     root = Path(out_dir)

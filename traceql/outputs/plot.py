@@ -21,8 +21,9 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UsageError
-from .render import shorten, shorten_distinct, shorten_middle  # noqa: F401 - shorten* are part of this API
+from traceql.core.errors import UsageError
+from traceql.outputs.render import (
+    shorten, shorten_distinct, shorten_middle)  # noqa: F401 - shorten* are part of this API
 
 INSTALL_HINT = "plotting needs matplotlib, which is not installed: pip install 'traceql[plot]'"
 FORMATS = (".png", ".svg", ".pdf")
@@ -82,7 +83,7 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
         raise UsageError("--skip-first and --stacked apply to --by range")
     if stacked and log:
         raise UsageError("--stacked draws to scale on a linear axis; --log applies to bars side by side")
-    from .rangefilter import selection
+    from traceql.query.rangefilter import selection
 
     ranged = selection(range, range_match)
     if ranged is not None and by == "range":
@@ -115,7 +116,7 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
 
 def available() -> dict:
     """The plots, by --by name: 'op' only when the op report exists."""
-    from .reports import REPORTS
+    from traceql.query.reports import REPORTS
 
     out = {"range": _range_chart, "kernel": _kernel_chart}
     if "op" in REPORTS:
@@ -249,7 +250,7 @@ def _range_options(ranged) -> dict:
 
 def _memory_figure(ws, trace_id, title, figure_cls, canvas_cls):
     """Each GPU's allocated and reserved device memory of one trace over time, iterations marked."""
-    from . import library
+    from traceql.query import library
 
     if trace_id is None:
         ids = ws.trace_ids()

@@ -587,7 +587,7 @@ def render(data, fmt: str = "table", out=None, *, width: int | None = None, wide
     try:
         _render(data, fmt, out or sys.stdout, width, wide, transform)
     except OverflowError:  # Arrow to Python: a date past year 9999, an interval of 2**31 days, ...
-        from .errors import UsageError
+        from traceql.core.errors import UsageError
 
         raise UsageError("a value of the result is out of the range traceql can print (a date or timestamp "
                          "outside years 1-9999, an interval beyond 999,999,999 days): CAST it to VARCHAR, or "

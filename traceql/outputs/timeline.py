@@ -45,9 +45,10 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
-from . import __version__, library
-from .errors import UsageError
-from .progress import as_progress
+from traceql.core.version import __version__
+from traceql.query import library
+from traceql.core.errors import UsageError
+from traceql.core.progress import as_progress
 
 SYNTHETIC_BASE = 1_000_000_000
 MAX_ID = 2**32 - 1  # Perfetto reads pids and tids as unsigned 32-bit numbers

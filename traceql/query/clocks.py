@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import library
-from .errors import UsageError
+from traceql.query import library
+from traceql.core.errors import UsageError
 
 
 @dataclass

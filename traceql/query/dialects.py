@@ -49,7 +49,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, UnsupportedError
 
-from .errors import UsageError
+from traceql.core.errors import UsageError
 
 _FLOAT_TYPES = {exp.DType.DOUBLE, exp.DType.FLOAT, exp.DType.DECIMAL, getattr(exp.DType, "BIGDECIMAL", None)}
 _INT_TYPES = exp.DataType.INTEGER_TYPES
@@ -106,7 +106,7 @@ def _set_column_types(tree: exp.Expression) -> None:
     """Columns of the contract views get their DuckDB types, so that CAST knows a REAL."""
     from sqlglot.optimizer.scope import traverse_scope
 
-    from .resources import contract_types
+    from traceql.core.resources import contract_types
 
     types = {name: {c.lower(): t for c, t in cols} for name, cols in contract_types().items()}
     for root in [tree] if isinstance(tree, exp.Query) else list(tree.find_all(exp.Query))[:1]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import library
+from traceql.query import library
 
 
 @dataclass

@@ -50,8 +50,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from .errors import UsageError
-from .resources import expand
+from traceql.core.errors import UsageError
+from traceql.core.resources import expand
 
 ENV = "TRACEQL_QUERIES"
 INTERNAL = "_internal"  # queries/_internal/: the internal tier (see the module's documentation)
@@ -249,7 +249,7 @@ def placeholders(sql: str) -> set[str]:
     except (ParseError, TokenError):
         import duckdb
 
-        from .workspace import one_line_error
+        from traceql.store.workspace import one_line_error
 
         con = duckdb.connect()
         try:

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import UsageError
-from .resources import read_schema
+from traceql.core.errors import UsageError
+from traceql.core.resources import read_schema
 
 # report -> (the input's id column, the fragment that holds it, the report's time column, the
 # denominator of range_pct: 'gpu_ns' or 'cpu_ns')
@@ -94,7 +94,7 @@ def check_report(by: str) -> None:
 
 
 def parameters(sel: Selection) -> dict:
-    from .ingest import NVTX_DEPTH_CAP
+    from traceql.store.ingest import NVTX_DEPTH_CAP
 
     return {"range_names": list(sel.names) or None, "range_words": list(sel.words) or None,
             "range_depth_cap": NVTX_DEPTH_CAP}
@@ -125,7 +125,7 @@ def check_matches(ws, sel: Selection, found: dict[int, dict], trace_id: int | No
     """A UsageError naming the closest range names when no range of the traces matches."""
     if any(r["instances"] for r in found.values()):
         return
-    from .sqlcheck import closest
+    from traceql.query.sqlcheck import closest
 
     names = [n for (n,) in ws.execute(
         "SELECT DISTINCT group_name FROM nvtx_range WHERE group_name IS NOT NULL AND (? IS NULL OR trace_id = ?) "

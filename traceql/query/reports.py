@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import library
-from .errors import UsageError
-from .resources import contract_docs
+from traceql.query import library
+from traceql.core.errors import UsageError
+from traceql.core.resources import contract_docs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -117,7 +117,7 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     work the NVTX ranges of these names (full, grouping or path) or containing these words
     hold, with a range_pct column (traceql.rangefilter). Other keyword arguments are the
     query's parameters (e.g. with_dims for kernel)."""
-    from . import rangefilter
+    from traceql.query import rangefilter
 
     q = report_query(by)
     _, defaults = REPORTS[by]
@@ -138,7 +138,7 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
 
     table = None
     if where is None and ranged is None and not recompute:
-        from . import stored
+        from traceql.store import stored
 
         table = stored.load(ws.con, by, q, bound, limit=limit if sort is None else None)
     if table is None:
@@ -194,7 +194,7 @@ def _compute(ws, q, bound: dict, where: str | None, ranged_by: str | None = None
              range_params: dict | None = None) -> pa.Table:
     sql = q.sql
     if where is not None or ranged_by is not None:
-        from .where import compile_where, splice
+        from traceql.query.where import compile_where, splice
 
         fragments = []
         if where is not None:
@@ -202,7 +202,7 @@ def _compute(ws, q, bound: dict, where: str | None, ranged_by: str | None = None
             fragments.append(fragment)
             bound = {**bound, **where_params}
         if ranged_by is not None:  # traceql.rangefilter: the package's SQL, values bound as parameters
-            from .rangefilter import condition
+            from traceql.query.rangefilter import condition
 
             fragments.append(condition(ranged_by))
             bound = {**bound, **range_params}
@@ -240,7 +240,7 @@ def resolve_column(name: str, columns: list[str], aliases: dict[str, str] | None
     hit = folded.get(name.strip().lower()) or (aliases or {}).get(name.strip().lower())
     if hit is not None:
         return hit
-    from .sqlcheck import closest
+    from traceql.query.sqlcheck import closest
 
     best = closest(name, list(columns) + list(aliases or {}))
     hint = f"did you mean {(aliases or {}).get(best, best)}? " if best else ""

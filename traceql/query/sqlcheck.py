@@ -45,8 +45,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from .errors import UsageError
-from .library import parse_params, typed_value  # noqa: F401 - where they were first
+from traceql.core.errors import UsageError
+from traceql.query.library import parse_params, typed_value  # noqa: F401 - where they were first
 
 # sqlglot logs a warning when it falls back to an opaque Command (LOAD, CALL, ...); we
 # classify those ourselves, so keep the warning off the user's terminal.
@@ -110,7 +110,7 @@ class Catalog:
 
     @classmethod
     def contract(cls) -> "Catalog":
-        from .resources import contract_types
+        from traceql.core.resources import contract_types
 
         return cls({name: Relation(name, cols) for name, cols in contract_types().items()})
 
@@ -177,7 +177,7 @@ def _prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dia
         named, positional = placeholders(trees)
         _check_params(named, positional, params)
         if dialect != DEFAULT_DIALECT:
-            from .dialects import to_duckdb
+            from traceql.query.dialects import to_duckdb
 
             texts = [to_duckdb(tree, dialect) for tree in trees]
         else:
@@ -190,7 +190,7 @@ def _prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dia
         try:
             statements = con.extract_statements(sql)
         except duckdb.Error as exc:
-            from .workspace import one_line_error
+            from traceql.store.workspace import one_line_error
 
             raise UsageError(f"SQL: {one_line_error(str(exc))}") from None
         for st in statements:
@@ -308,7 +308,7 @@ def _parse(text: str, dialect: str, con) -> list[exp.Expression] | None:
                 con.extract_statements(text)
                 return None
             except duckdb.Error as err:
-                from .workspace import one_line_error
+                from traceql.store.workspace import one_line_error
 
                 raise UsageError(f"SQL: {one_line_error(str(err))}") from None
         raise UsageError(f"SQL: syntax error: {_first_line(exc)}") from None
@@ -430,7 +430,7 @@ def _check_table(table: exp.Table, catalog: Catalog, ctes: set[str]) -> None:
 
 
 def unknown_view_message(name: str, catalog: Catalog) -> str:
-    from .resources import contract_docs
+    from traceql.core.resources import contract_docs
 
     contract = list(contract_docs())
     user = [r.name for k, r in catalog.relations.items() if k not in contract]

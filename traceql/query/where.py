@@ -28,7 +28,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
-from .errors import UsageError
+from traceql.core.errors import UsageError
 
 MARKER = "/* where */ TRUE"
 PARAM_PREFIX = "where_"
@@ -137,7 +137,7 @@ def _check(node: exp.Expression, known: set[str], view: str, columns: list[str])
             raise UsageError(f"--where: {node.sql('duckdb')}: name columns without a table "
                              f"(the filter runs over {view})")
         if node.name not in known:
-            from .sqlcheck import closest
+            from traceql.query.sqlcheck import closest
 
             best = closest(node.name, columns)
             hint = f"did you mean {best}? " if best else ""

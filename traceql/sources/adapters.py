@@ -25,8 +25,8 @@ from functools import cache
 
 import duckdb
 
-from . import demangle
-from .resources import read_schema, schema_exists, schema_file
+from traceql.sources import demangle
+from traceql.core.resources import read_schema, schema_exists, schema_file
 
 
 # A temporary table's columns: (name, DuckDB type, values), all of one length. They reach DuckDB

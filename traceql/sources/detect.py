@@ -10,8 +10,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import kineto
-from .errors import InputError, UnsupportedVersionError
+from traceql.sources import kineto
+from traceql.core.errors import InputError, UnsupportedVersionError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 

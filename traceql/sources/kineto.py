@@ -47,7 +47,7 @@ from typing import Any, Union
 
 import msgspec
 
-from .errors import InputError, UnsupportedVersionError
+from traceql.core.errors import InputError, UnsupportedVersionError
 
 # schemaVersion -> layout folder under schemas/kineto/. Every trace seen (2020-2026 builds, CUDA
 # and ROCm) is schema 1 or has no schemaVersion (read as 1); the category names that changed
@@ -437,7 +437,7 @@ def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> StageReport
     if det is not None:
         det.metadata.update(facts)
         det.exporter_version = exporter_version(hdr.members)
-        from .detect import kineto_versions
+        from traceql.sources.detect import kineto_versions
 
         det.versions = kineto_versions(hdr.members)
         if det.schema_version is None:  # not before the events: check it now that all are read

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import InputError, WorkspaceError
+from traceql.core.errors import InputError, WorkspaceError
 
 SUFFIXES = (".nsys-rep", ".qdrep")
 ENV = "TRACEQL_NSYS"
@@ -58,7 +58,7 @@ def cache_dir(db: Path) -> Path:
 
 
 def _digest(path: Path) -> str:
-    from .ingest import file_sha256
+    from traceql.store.ingest import file_sha256
 
     return file_sha256(path)
 

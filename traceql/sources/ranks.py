@@ -117,7 +117,7 @@ def _table_columns(con: sqlite3.Connection, table: str) -> set[str]:
 def nsys_recorded(path: Path, tables: dict[str, list[str]]) -> tuple[dict[str, Fact], list[tuple]]:
     """The host, rank, local rank and world size an Nsight Systems export records, and
     ingest_stats rows for values it gives ambiguously. Reads only the few rows it needs."""
-    from .detect import connect_readonly
+    from traceql.sources.detect import connect_readonly
 
     facts: dict[str, Fact] = {}
     stats: list[tuple] = []

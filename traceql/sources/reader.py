@@ -16,8 +16,8 @@ from pathlib import Path
 
 import duckdb
 
-from .detect import connect_readonly, is_wal, sqlite_error
-from .faults import is_interrupt
+from traceql.sources.detect import connect_readonly, is_wal, sqlite_error
+from traceql.core.faults import is_interrupt
 
 BATCH_ROWS = 100_000
 
@@ -242,7 +242,7 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
     except sqlite3.DatabaseError as exc:
         if "locked" in str(exc) or "busy" in str(exc).lower():
             raise sqlite_error(path, exc) from None
-        from .errors import InputError
+        from traceql.core.errors import InputError
         raise InputError(f"{path}: damaged SQLite database ({exc})") from None
     finally:
         if sqcon is not None:

@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from . import __version__
-from .errors import NewerWorkspaceError, StaleWorkspaceError
+from traceql.core.version import __version__
+from traceql.core.errors import NewerWorkspaceError, StaleWorkspaceError
 
 CONTRACT_VERSION = 3
 

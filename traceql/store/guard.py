@@ -25,7 +25,7 @@ from pathlib import Path
 
 import duckdb
 
-from .errors import WorkspaceError
+from traceql.core.errors import WorkspaceError
 
 # Catalogs traceql attaches next to the workspace (ingest's staging area, a worker's file): a
 # schema of the same name in the workspace makes `raw.x` ambiguous.
@@ -67,7 +67,7 @@ def connect(database, *, read_only: bool = False, files=(), folders=(), temp_dir
     con = duckdb.connect(str(database), read_only=read_only, config=config)
     try:
         if sqlite:
-            from .reader import load_sqlite_scanner
+            from traceql.sources.reader import load_sqlite_scanner
 
             load_sqlite_scanner(con)  # when it cannot load, the reader falls back to Python's sqlite3
         allowed = sorted({os.path.realpath(f) for f in files})
@@ -131,7 +131,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def check_not_workspace(path, workspace) -> None:
     """UsageError when PATH is workspace WORKSPACE, its WAL or its lock file, by any name."""
-    from .errors import UsageError
+    from traceql.core.errors import UsageError
 
     db = Path(os.path.realpath(workspace))
     for p in (db, db.with_name(db.name + ".wal"), db.with_name(db.name + ".lock")):
@@ -145,7 +145,7 @@ def check_output(path, workspace=None, inputs=(), overwrite: bool = False, folde
     workspace WORKSPACE (nor its WAL or lock file) or one of INPUTS, by any name (symbolic or
     hard links); a file that exists only with overwrite; a file in an existing, writable folder,
     or with folder=True a folder (made if needed)."""
-    from .errors import UsageError
+    from traceql.core.errors import UsageError
 
     if path is None:
         return

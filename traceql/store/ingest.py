@@ -25,25 +25,25 @@ from pathlib import Path
 
 import duckdb
 
-from . import __version__
-from .adapters import prepare as prepare_adapters
-from .detect import Detected, detect
-from .faults import fault, is_disk_full
-from .lock import real_path, workspace_lock
-from .errors import InputError, TraceqlError, UnsupportedVersionError, UsageError, WorkspaceError
-from .progress import as_progress
-from .pytorch import load_data, prepare_kernel_op
-from . import callstacks
-from . import ranks
-from .reader import stage
-from . import kineto
-from .remove import check_tables, purge_orphans
-from . import nsys_export
-from . import stored
-from . import contract
-from . import guard
-from . import derivation
-from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
+from traceql.core.version import __version__
+from traceql.sources.adapters import prepare as prepare_adapters
+from traceql.sources.detect import Detected, detect
+from traceql.core.faults import fault, is_disk_full
+from traceql.store.lock import real_path, workspace_lock
+from traceql.core.errors import InputError, TraceqlError, UnsupportedVersionError, UsageError, WorkspaceError
+from traceql.core.progress import as_progress
+from traceql.derive.pytorch import load_data, prepare_kernel_op
+from traceql.derive import callstacks
+from traceql.sources import ranks
+from traceql.sources.reader import stage
+from traceql.sources import kineto
+from traceql.store.remove import check_tables, purge_orphans
+from traceql.sources import nsys_export
+from traceql.store import stored
+from traceql.store import contract
+from traceql.store import guard
+from traceql.derive import derivation
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema, schema_exists
 
 # Adapter views each layout provides, in the order they are created. A layout folder
 # (schemas/nsys/<layout>/) may override any file of schemas/nsys/common/.
@@ -105,7 +105,7 @@ def memory_limit() -> str:
     if not _MEMORY_SIZE.fullmatch(limit):
         raise UsageError(f"TRACEQL_MEMORY_LIMIT={limit}: not a memory size (a number and a unit: 3GB, 500MB, 80%)")
     if limit.strip().endswith("%"):  # DuckDB takes no percentage: of this machine's memory, in bytes
-        from .parallel import limit_bytes
+        from traceql.store.parallel import limit_bytes
 
         return f"{limit_bytes(limit)}B"
     return limit.strip()
@@ -316,7 +316,7 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
 
     flops: FLOPs plug-ins (module names or .py files, traceql.flops_plugins) used before those
     of $TRACEQL_FLOPS and the 'traceql.flops' entry points."""
-    from . import flops_plugins
+    from traceql.derive import flops_plugins
 
     with flops_plugins.given(flops):  # a plug-in that cannot be loaded: a UsageError, nothing written
         return _ingest(paths, db, progress, on_wait, rank, host, jobs)
@@ -361,7 +361,7 @@ def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult
             if not fresh:  # a new workspace holds the contract as create_contract made it
                 check_tables(con, db)  # a contract table turned into a view by sql --write, ...
                 purge_orphans(con)  # rows of a trace whose trace row was deleted: never absorbed by a new trace
-            from . import parallel
+            from traceql.store import parallel
 
             workers = parallel.workers([d.path for d in detected], jobs)
             if workers > 1:
@@ -642,7 +642,7 @@ def ingest_families() -> set[str]:
     every family with TRACEQL_DERIVE=eager or full, and with FLOPs plug-ins in effect (--flops,
     $TRACEQL_FLOPS, entry points) the PyTorch family too: kernel_op is costed with the plug-ins
     of the ingest, not with whatever is in effect when it is first read."""
-    from . import flops_plugins
+    from traceql.derive import flops_plugins
 
     if derivation.mode() != "lazy":
         return set(derivation.families())
@@ -692,7 +692,7 @@ def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str
     stored reports that read them; recorded in derived_family. Run on a writing copy under the
     workspace lock (traceql.workspace): what another process built meanwhile is not built again.
     Returns trace id -> the families built for it."""
-    from .pytorch import plugin_stats
+    from traceql.derive.pytorch import plugin_stats
 
     need = set()
     for f in wanted:
@@ -772,7 +772,7 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
         rows.append(("schema.version_newer_than_known" if "newer" in warning else "schema.note",
                      None, "warning", warning))
     rows += source_stats
-    from .pytorch import plugin_stats
+    from traceql.derive.pytorch import plugin_stats
 
     later = set(derivation.families()) - set(families if families is not None else derivation.families())
     if "pytorch" not in later:
@@ -783,7 +783,7 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
                         [trace_id, sorted(derivation.stat_keys(later))]).fetchall()
     con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)",
                     [(trace_id, k, v, s, d) for k, v, s, d in rows])
-    from .render import warning_text
+    from traceql.outputs.render import warning_text
 
     totals = dict(zip(("gpu_op", "kernel", "api_call", "nvtx_range"), con.execute(
         "SELECT (SELECT count(*) FROM gpu_op WHERE trace_id = $t), (SELECT count(*) FROM kernel WHERE trace_id = $t), "

@@ -14,7 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .errors import UsageError, WorkspaceError
+from traceql.core.errors import UsageError, WorkspaceError
 
 DEFAULT_LOCK_TIMEOUT = 600.0  # seconds a writer waits for another one into the same workspace
 

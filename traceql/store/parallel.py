@@ -77,7 +77,7 @@ def workers(paths: list[Path], jobs: int | None = None) -> int:
     """How many worker processes ingest the files PATHS: jobs when given, else one per core,
     and only when together they hold AUTO_MIN_BYTES or more; no more than files, and only as
     many as get MIN_SHARE of the memory limit each. 1: ingest in this process."""
-    from .ingest import memory_limit
+    from traceql.store.ingest import memory_limit
 
     if jobs is None:
         if sum(_size(p) for p in paths) < AUTO_MIN_BYTES:
@@ -92,8 +92,8 @@ def ingest_files(con: duckdb.DuckDBPyConnection, db: Path, detected: list, user:
                  progress) -> list:
     """Ingest the DETECTED files in N worker processes into the workspace copy on con (see the
     module doc); their IngestResults in the order of DETECTED."""
-    from .errors import WorkspaceError
-    from .ingest import memory_limit, workers_folder
+    from traceql.core.errors import WorkspaceError
+    from traceql.store.ingest import memory_limit, workers_folder
 
     plan = []  # (index, det, trace_id, replaced), the ids the files would get one after another
     next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM trace").fetchone()[0]
@@ -189,8 +189,9 @@ def _size(path: Path) -> int:
 
 def _append(con: duckdb.DuckDBPyConnection, dbfile: str, trace_id: int, replaced: bool) -> None:
     """Add the rows a worker wrote to DBFILE to the workspace on con (trace TRACE_ID)."""
-    from . import derivation, stored
-    from .resources import CONTRACT_TABLES
+    from traceql.derive import derivation
+    from traceql.store import stored
+    from traceql.core.resources import CONTRACT_TABLES
 
     if replaced:  # the file was in the workspace: its old rows go, as in a single ingest
         for table in CONTRACT_TABLES:
@@ -236,11 +237,11 @@ def _quiet(parent: int | None = None) -> None:
 def _work(task):
     """In a worker process: ingest one file into a workspace file of its own. Returns (index,
     IngestResult), or (index, the error) for the parent to raise."""
-    from .errors import TraceqlError
-    from .faults import fault
-    from .guard import connect
-    from .ingest import _errors_of, _ingest_one, configure, create_contract
-    from .progress import Progress
+    from traceql.core.errors import TraceqlError
+    from traceql.core.faults import fault
+    from traceql.store.guard import connect
+    from traceql.store.ingest import _errors_of, _ingest_one, configure, create_contract
+    from traceql.core.progress import Progress
 
     i, det, trace_id, replaced, user, dbfile, share, threads, spill, workspace = task
     try:

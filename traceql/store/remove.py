@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UsageError, WorkspaceError
+from traceql.core.errors import UsageError, WorkspaceError
 
 
 @dataclass
@@ -29,10 +29,11 @@ def remove(trace_ids, db: str | os.PathLike = "traceql.duckdb", on_wait=None) ->
     """Remove the traces TRACE_IDS from workspace DB, all or nothing: an id the workspace does
     not hold is a UsageError and nothing is removed. on_wait(message) tells that it waits for
     another writer (traceql.lock)."""
-    from . import derivation, stored
-    from .ingest import check_writable, writing_copy
-    from .lock import workspace_lock
-    from .resources import CONTRACT_TABLES
+    from traceql.derive import derivation
+    from traceql.store import stored
+    from traceql.store.ingest import check_writable, writing_copy
+    from traceql.store.lock import workspace_lock
+    from traceql.core.resources import CONTRACT_TABLES
 
     db = Path(db)
     ids: list[int] = []
@@ -50,7 +51,7 @@ def remove(trace_ids, db: str | os.PathLike = "traceql.duckdb", on_wait=None) ->
     check_writable(db)
     with workspace_lock(db, on_wait=on_wait, activity="rm"):
         with writing_copy(db) as con:
-            from .contract import check
+            from traceql.store.contract import check
 
             check(con, db)
             known = dict(con.execute("SELECT trace_id, path FROM trace ORDER BY trace_id").fetchall())
@@ -75,8 +76,9 @@ def purge_orphans(con) -> list[int]:
     """Delete the rows of traces that have no `trace` row (left by `sql --write "DELETE FROM
     trace ..."`): a later ingest that took their id would otherwise absorb them (a 59-kernel
     file reported 7,387 kernels). Returns the ids purged. Run by ingest on its writing copy."""
-    from . import derivation, stored
-    from .resources import CONTRACT_TABLES
+    from traceql.derive import derivation
+    from traceql.store import stored
+    from traceql.core.resources import CONTRACT_TABLES
 
     orphans: set[int] = set()
     for table in CONTRACT_TABLES:
@@ -97,7 +99,7 @@ def check_tables(con, db) -> None:
     """WorkspaceError unless every contract table of the workspace on con is a table with the
     contract's columns: `sql --write` can turn one into a view or drop its columns, and an
     ingest would then fail midway (it used to say 'internal error')."""
-    from .resources import CONTRACT_TABLES, contract_types
+    from traceql.core.resources import CONTRACT_TABLES, contract_types
 
     views = {r[0] for r in con.execute(
         "SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT temporary").fetchall()}

@@ -19,9 +19,9 @@ import hashlib
 
 import duckdb
 
-from . import library
-from .faults import is_interrupt
-from .resources import read_schema
+from traceql.query import library
+from traceql.core.faults import is_interrupt
+from traceql.core.resources import read_schema
 
 # The reports stored at ingest (reports.REPORTS names): those whose input grows with the trace.
 REPORTS = ("kernel", "api", "gpu", "range")
@@ -36,7 +36,7 @@ REGISTRY = "stored_report"
 def fingerprint(by: str, q: library.Query) -> str:
     """A hash of what the stored rows were computed with: the report's SQL, its defaults and the
     contract version (traceql.contract) of the tables it read."""
-    from .contract import CONTRACT_VERSION
+    from traceql.store.contract import CONTRACT_VERSION
 
     text = f"contract {CONTRACT_VERSION}\n" + q.sql + "\n" + repr(sorted(_default_bound(by, q).items()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -57,7 +57,7 @@ def _scope_free(bound: dict) -> dict:
 
 
 def _default_bound(by: str, q: library.Query) -> dict:
-    from .reports import REPORTS as DEFAULTS
+    from traceql.query.reports import REPORTS as DEFAULTS
 
     return library.bind(q, {**DEFAULTS[by][1], "per_trace": True})
 
@@ -68,8 +68,8 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int, families=None, only_new
     derived tables built for the trace (traceql.derivation; default all): a report that reads
     another family is stored when that is built. ONLY_NEW: only the reports that read one of
     these families (just built)."""
-    from .derivation import read_by
-    from .reports import report_query
+    from traceql.derive.derivation import read_by
+    from traceql.query.reports import report_query
 
     con.execute(read_schema("stored_report.sql"))
     for by in REPORTS:

@@ -29,14 +29,17 @@ from pathlib import Path
 
 import duckdb
 
-from . import contract, derivation, guard, ranks, stored
-from .detect import detect
-from .errors import WorkspaceError
-from .ingest import (DERIVED_TABLES, _drop_temp_objects, _errors_of, _free_staging, _ingest_one, check_writable,
-                     derive, existing_objects, file_sha256, writing_copy)
-from .lock import workspace_lock
-from .progress import as_progress
-from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_types, read_schema
+from traceql.store import contract, guard, stored
+from traceql.derive import derivation
+from traceql.sources import ranks
+from traceql.sources.detect import detect
+from traceql.core.errors import WorkspaceError
+from traceql.store.ingest import (
+    DERIVED_TABLES, _drop_temp_objects, _errors_of, _free_staging, _ingest_one, check_writable, derive,
+    existing_objects, file_sha256, writing_copy)
+from traceql.store.lock import workspace_lock
+from traceql.core.progress import as_progress
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_types, read_schema
 
 
 @dataclass

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from . import contract
-from .errors import UsageError, WorkspaceError
-from .resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
+from traceql.store import contract
+from traceql.core.errors import UsageError, WorkspaceError
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
 
 if TYPE_CHECKING:  # pyarrow is imported where a result is made: ingest and --version need none of it
     import pyarrow as pa
@@ -46,7 +46,7 @@ def open(path: str | os.PathLike | None = None, *, write: bool = False,  # noqa:
     summary() as a Workspace has (traceql.spark.SparkWorkspace). spark_master, spark_conf (a dict
     of Spark settings) and spark_session (a SparkSession of yours) configure it."""
     if engine == "spark":  # path: a Parquet export partitioned by trace (traceql.parquet, traceql.spark)
-        from .spark import SparkWorkspace
+        from traceql.engines.spark import SparkWorkspace
 
         if write or allow_files:
             raise UsageError("engine='spark' reads a Parquet export: write and allow_files are for workspaces")
@@ -84,7 +84,7 @@ class Workspace:
         self._private: Path | None = None  # a copy holding families derived for this read-only workspace
         self.notes: list[str] = []  # what the user should know about this session (a private copy)
         self.on_connect: list = []  # called with each new connection (ensure() reconnects)
-        from .lock import remove_dead_leftovers
+        from traceql.store.lock import remove_dead_leftovers
 
         remove_dead_leftovers(self.path)  # of a writer that was killed: any command cleans them up
         if not self.path.exists():
@@ -94,7 +94,7 @@ class Workspace:
         self._held = contextlib.ExitStack()  # the workspace lock, when writing
         try:
             if self.write:
-                from .lock import workspace_lock
+                from traceql.store.lock import workspace_lock
 
                 self._held.enter_context(workspace_lock(self.path, on_wait=on_wait, activity="sql --write"))
             self._connect()
@@ -108,7 +108,7 @@ class Workspace:
         """Open self.con; the names of the workspace's tables. A workspace whose macros shadow
         DuckDB's built-ins is refused (traceql.guard); opened to write, it is checked when the
         statements end (sql()), so that `sql --write 'DROP MACRO ...'` can remove them."""
-        from . import guard
+        from traceql.store import guard
 
         guard.check_workspace_file(self.path)  # a SQLite export given as --db: DuckDB would fetch an extension
         try:
@@ -118,7 +118,7 @@ class Workspace:
             first = str(exc).splitlines()[0]
             if re.search(r"\block\b", first, re.I):  # not 'block': a damaged block is no lock
                 raise WorkspaceError(f"{self.path}: in use by another process ({first})") from None
-            from .faults import fault, is_corrupt
+            from traceql.core.faults import fault, is_corrupt
 
             if is_corrupt(exc):
                 raise fault(exc, self.path) from None
@@ -137,7 +137,7 @@ class Workspace:
             raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
         try:  # rows computed under another contract version are not read (traceql upgrade)
             contract.check(self.con, self.path)
-            from . import derivation
+            from traceql.derive import derivation
 
             self._pending = derivation.pending(self.con)
         except BaseException:
@@ -156,12 +156,12 @@ class Workspace:
         copy for this session, said in self.notes (and to on_wait)."""
         if not self._pending:
             return
-        from . import derivation
+        from traceql.derive import derivation
 
         wanted = set(self._pending) if sql is None else derivation.read_by(sql) & set(self._pending)
         if not wanted:
             return
-        from .ingest import build_families, check_writable, writing_copy
+        from traceql.store.ingest import build_families, check_writable, writing_copy
 
         self.con.close()
         try:
@@ -175,7 +175,7 @@ class Workspace:
             except WorkspaceError:
                 writable = False
             if writable and self._private is None:
-                from .lock import workspace_lock
+                from traceql.store.lock import workspace_lock
 
                 with workspace_lock(self.path, on_wait=self._on_wait, activity="derive"):
                     with writing_copy(self.path) as con:
@@ -191,8 +191,8 @@ class Workspace:
         import shutil
         import tempfile
 
-        from . import derivation
-        from .ingest import build_families, configure
+        from traceql.derive import derivation
+        from traceql.store.ingest import build_families, configure
 
         if self._private is None:
             folder = Path(tempfile.mkdtemp(prefix="traceql-"))
@@ -252,13 +252,13 @@ class Workspace:
         every name (a repeated one as name_1, ...) and integer sums that fit in 64 bits are
         int64 (traceql.results). batches: a pyarrow.RecordBatchReader that reads the rows as
         they are consumed, for results too large to hold (read it before closing)."""
-        from .results import tidy, tidy_reader
+        from traceql.core.results import tidy, tidy_reader
 
         if isinstance(query, str):
             self.ensure(query)
         result = self._plain_select(query, dialect, params)
         if result is None:
-            from .sqlcheck import Catalog, prepare
+            from traceql.query.sqlcheck import Catalog, prepare
 
             if self._catalog is None:
                 self._catalog = Catalog.of(self.con)
@@ -280,8 +280,8 @@ class Workspace:
         when a statement fails (or Ctrl-C), nothing. The reports stored at ingest, which could
         disagree with what it changed, are dropped in the same transaction, and it is refused
         (nothing changed) when it leaves a macro that shadows a DuckDB built-in (traceql.guard)."""
-        from . import guard, stored
-        from .results import tidy
+        from traceql.store import guard, stored
+        from traceql.core.results import tidy
 
         for step in steps:
             if step.statement.type.name == "TRANSACTION":
@@ -330,7 +330,7 @@ class Workspace:
         try:
             return self.con.execute(statements[0])
         except duckdb.Error as exc:
-            from .faults import fault, is_interrupt
+            from traceql.core.faults import fault, is_interrupt
 
             if is_interrupt(exc):
                 raise
@@ -345,7 +345,7 @@ class Workspace:
         try:
             return self.con.execute(step.statement, step.params or [])
         except duckdb.Error as exc:
-            from .faults import fault, is_interrupt
+            from traceql.core.faults import fault, is_interrupt
 
             if is_interrupt(exc):
                 raise
@@ -369,7 +369,7 @@ class Workspace:
         try:
             return self.con.execute(query, params or [])
         except duckdb.Error as exc:
-            from .faults import fault, is_interrupt
+            from traceql.core.faults import fault, is_interrupt
 
             if is_interrupt(exc):
                 raise
@@ -378,19 +378,19 @@ class Workspace:
     def queries(self) -> dict:
         """The query library: name -> library.Query, the built-in queries and those of the
         user's folders (queries=, $TRACEQL_QUERIES)."""
-        from . import library
+        from traceql.query import library
 
         return library.collection(self.query_dirs)
 
     def query(self, name: str, **params) -> pa.Table:
         """Run a query of the library (queries/NAME.sql, or NAME.sql in a user folder) with
         its parameters; a declared parameter not given is NULL."""
-        from . import library
+        from traceql.query import library
 
         q = library.get(name, self.query_dirs)
         values = library.bind(q, params)
         if q.origin is None:  # built-in: checked by the test suite, run as it is
-            from .results import tidy
+            from traceql.core.results import tidy
 
             return tidy(self.execute(q.sql, values).to_arrow_table())
         library.check_placeholders(q)
@@ -400,7 +400,7 @@ class Workspace:
         """What `traceql report --by BY` prints, as an Arrow table. Options shared by every
         report: trace_id, per_trace, where, sort, limit, columns, recompute (see reports.run_report);
         other keywords are the report query's parameters (with_dims, group_by, ...)."""
-        from .reports import run_report
+        from traceql.query.reports import run_report
 
         self.check_trace(trace_id)
         return run_report(self, by, trace_id=trace_id, **params)
@@ -409,7 +409,7 @@ class Workspace:
                 recompute: bool = False):
         """What `traceql summary` prints: a reports.Summary (traces, gpus and rows, Arrow tables).
         recompute: as for report()."""
-        from .reports import summary
+        from traceql.query.reports import summary
 
         self.check_trace(trace_id)
         return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
@@ -419,7 +419,7 @@ class Workspace:
         rule ranked by recoverable time; evidence, the rows of each rule). rules: names of rules
         (queries/analyze/<rule>.sql) to run, default all; params: rule parameters such as
         min_gap_ns=500000, given to every rule that declares them."""
-        from .analyze import analyze
+        from traceql.analysis.analyze import analyze
 
         return analyze(self, rules, trace_id=trace_id, params=params)
 
@@ -450,7 +450,7 @@ class Workspace:
                                    "world_size_source FROM trace WHERE trace_id = ?", [tid])
             row.update(zip([d[0] for d in cur.description], (str(v) if isinstance(v, str) else v
                                                               for v in cur.fetchone())))
-            from .render import warning_text
+            from traceql.outputs.render import warning_text
 
             c = row["counts"]
             totals = {"gpu_op": c["kernel"] + c["memcpy"] + c["memset"], "kernel": c["kernel"],
@@ -470,7 +470,7 @@ class Workspace:
         progress: a traceql.progress.Progress told about each file. partition_by='trace': Parquet
         partitioned by trace, Hive-style, with a manifest (traceql.parquet; Spark reads it),
         trace ids shifted by trace_id_offset."""
-        from .progress import as_progress
+        from traceql.core.progress import as_progress
 
         progress = as_progress(progress)
         self.ensure()  # every view is written
@@ -481,7 +481,7 @@ class Workspace:
             if partition_by != "trace" or fmt != "parquet" or per_trace:
                 raise UsageError("--partition-by trace (and --trace-id-offset) write Parquet partitioned by trace; "
                                  "--per-trace and csv are the other layouts")
-            from .parquet import write
+            from traceql.outputs.parquet import write
 
             return write(self.con, out_dir, self.trace_ids() if trace_id is None else [trace_id],
                          trace_id_offset=trace_id_offset, overwrite=overwrite, progress=progress)
@@ -493,7 +493,7 @@ class Workspace:
                 jobs += [(out_dir / f"trace_{t}" / f"{view}.{fmt}", view, t) for t in ids]
             else:
                 jobs.append((out_dir / f"{view}.{fmt}", view, trace_id))
-        from .guard import check_not_workspace
+        from traceql.store.guard import check_not_workspace
 
         for target, _, _ in jobs:
             check_not_workspace(target, self.path)
@@ -522,18 +522,18 @@ class Workspace:
         trace (trace_id, or the workspace's only one; traceql.timeline.export_perfetto), or
         every trace of the workspace on one UTC axis, each a process group, with align_clocks
         each host's estimated skew taken off (traceql.job_timeline). start and end: a window."""
-        from .guard import check_not_workspace
+        from traceql.store.guard import check_not_workspace
 
         check_not_workspace(output, self.path)
         ids = self.trace_ids()
         if trace_id is None and len(ids) > 1:
-            from .job_timeline import export_job_perfetto
+            from traceql.outputs.job_timeline import export_job_perfetto
 
             return export_job_perfetto(self, output, ids, start=start, end=end, overwrite=overwrite,
                                        align_clocks=align_clocks, progress=progress)
         if align_clocks:
             raise UsageError("--align-clocks lines up the clocks of several traces; this timeline shows one")
-        from .timeline import export_perfetto
+        from traceql.outputs.timeline import export_perfetto
 
         return export_perfetto(self, output, trace_id=trace_id, start=start, end=end, overwrite=overwrite,
                                progress=progress)
@@ -541,8 +541,8 @@ class Workspace:
     def export_folded(self, output: str | os.PathLike, trace_id: int | None = None, overwrite: bool = False) -> int:
         """Write the kernels' call stacks in the folded format of flame graphs ('frame;frame;kernel
         ns' per line, see traceql.callstacks.folded); the number of lines written."""
-        from .callstacks import write_folded
-        from .guard import check_not_workspace
+        from traceql.derive.callstacks import write_folded
+        from traceql.store.guard import check_not_workspace
 
         check_not_workspace(output, self.path)
         self.check_trace(trace_id)
@@ -551,10 +551,10 @@ class Workspace:
     def plot(self, by: str = "range", output: str | os.PathLike | None = None, **options):
         """A bar chart of a report as a matplotlib Figure, written to `output` (.png, .svg,
         .pdf) when given (see traceql.plot.plot for the options)."""
-        from .plot import plot
+        from traceql.outputs.plot import plot
 
         if output is not None:
-            from .guard import check_not_workspace
+            from traceql.store.guard import check_not_workspace
 
             check_not_workspace(output, self.path)
         return plot(self, by, output, **options)

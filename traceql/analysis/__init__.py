@@ -1,0 +1,1 @@
+"""Layer 7, analysis: analyze's rules, diff with its statistics and text."""

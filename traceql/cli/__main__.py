@@ -1,0 +1,3 @@
+from traceql.cli.app import main
+
+main()
