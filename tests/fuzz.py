@@ -104,7 +104,7 @@ def read_columns(path: Path) -> dict[str, list[str]]:
     import duckdb
 
     from traceql.sources.detect import detect
-    from traceql.store.ingest import raw_ddl
+    from traceql.sources.adapters import raw_ddl
 
     det = detect(path)
     con = duckdb.connect()

@@ -121,7 +121,7 @@ try:
 except SystemExit:
     pass
 print(sorted(m for m in heavy if m in sys.modules))
-from traceql.store.ingest import raw_ddl
+from traceql.sources.adapters import raw_ddl
 import traceql
 print(callable(traceql.ingest), traceql.ingest.__name__, traceql.open.__name__)
 """

@@ -6,7 +6,8 @@ import pytest
 
 import traceql
 from traceql.sources.adapters import prepare
-from traceql.store.ingest import ADAPTER_FILES, ID_TABLES, _adapter_sql, raw_ddl
+from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
+from traceql.store.load import ID_TABLES
 from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, read_schema
 
 from .util import nsys_stub, trace_file
@@ -26,7 +27,7 @@ def adapter_columns(layout: str) -> dict[str, list[str]]:
     con.execute("USE memory")
     prepare(con, layout)
     for name in ADAPTER_FILES:
-        con.execute(_adapter_sql(layout, name))
+        con.execute(adapter_sql(layout, name))
     out = {}
     for view in list(FILLS) + ["src_nvtx_event"]:
         out[view] = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]

@@ -11,7 +11,7 @@ import pytest
 
 import traceql
 from traceql.sources.adapters import prepare
-from traceql.store.ingest import _adapter_sql, ADAPTER_FILES, raw_ddl
+from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
 from traceql.core.resources import contract_docs
 
 from .util import REPO, make_sqlite
@@ -263,7 +263,7 @@ def test_every_layout_produces_the_graph_columns(layout):
     con.execute("USE memory")
     prepare(con, layout)
     for name in ADAPTER_FILES:
-        con.execute(_adapter_sql(layout, name))
+        con.execute(adapter_sql(layout, name))
     derived = {"graph_exec": {"trace_id", "exec_row_id", "api_id", "api_name", "queue_delay"},
                "graph_event": {"trace_id", "graph_event_id", "api_id", "api_name"}}
     for table, added in derived.items():
@@ -296,7 +296,7 @@ def test_graph_statements_join_linearly(tmp_path, monkeypatch):
     from .test_join_plans import PlanRecorder, _bad_joins
 
     monkeypatch.setenv("TRACEQL_TIMING", "1")
-    monkeypatch.setattr(import_module("traceql.store.ingest"), "_TimedConnection", PlanRecorder)
+    monkeypatch.setattr(import_module("traceql.store.transaction"), "_TimedConnection", PlanRecorder)
     monkeypatch.setattr(PlanRecorder, "seen", [])
     traceql.ingest([build(tmp_path / "graphs.sqlite")], db=tmp_path / "ws.duckdb")
     graph = [(text, ops) for text, ops in PlanRecorder.seen if text.startswith("INSERT INTO graph_")]

@@ -329,7 +329,7 @@ SHOWN = "a\\x1b[31mRED\\x07\\rb\\nc|d\\u202e"
 
 def test_clean_text_is_the_one_escape():
     from traceql.core.faults import printable
-    from traceql.outputs.render import clean_text
+    from traceql.core.text import clean_text
 
     assert clean_text(NASTY) == SHOWN
     assert printable(NASTY) == SHOWN

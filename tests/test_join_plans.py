@@ -4,7 +4,7 @@ piecewise merge join, a cross product, or a hash join that carries an interval c
 residual filter (what made op_range quadratic: every call met every start/end range of its
 process). DuckDB picks the operator from its estimates, so a plan that is fine on a small input
 can go wrong on a big one; ingest sets the thresholds that turn those choices off
-(traceql/ingest.py configure), and this test checks the plans it gets.
+(traceql/core/settings.py configure), and this test checks the plans it gets.
 
 Each statement ingest runs (the derive steps of schemas/derive/, the adapters, the stored
 reports), and those that build the families of derived tables on first use, is EXPLAINed right
@@ -28,7 +28,7 @@ from fixtures.gen_nsys import generate
 
 from .util import REPO
 
-ingest_mod = import_module("traceql.store.ingest")  # traceql.ingest is also the function
+ingest_mod = import_module("traceql.store.transaction")  # the writing copy's connection
 
 FORBIDDEN = {"NESTED_LOOP_JOIN", "BLOCKWISE_NL_JOIN", "PIECEWISE_MERGE_JOIN", "CROSS_PRODUCT"}
 # an interval condition (a comparison of order, not '!='; '>>' is a shift)

@@ -20,7 +20,7 @@ import pytest
 
 import traceql
 from fixtures.gen_torch import pathological
-from traceql.store.ingest import NVTX_DEPTH_CAP
+from traceql.core.settings import NVTX_DEPTH_CAP
 
 from .brute_attribution import attribution
 from .util import REPO

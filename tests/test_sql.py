@@ -11,7 +11,8 @@ import pytest
 import traceql
 from fixtures import gen_nsys
 from traceql.core.errors import UsageError
-from traceql.query.sqlcheck import closest, parse_params
+from traceql.core.names import closest
+from traceql.query.sqlcheck import parse_params
 
 from .util import cli as run
 

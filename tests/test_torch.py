@@ -23,7 +23,7 @@ import pytest
 
 import traceql
 from traceql.derive import flops
-from traceql.store.ingest import NVTX_DEPTH_CAP
+from traceql.core.settings import NVTX_DEPTH_CAP
 from traceql.core.resources import read_schema
 
 from .util import REPO, trace_file

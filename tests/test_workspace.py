@@ -58,7 +58,7 @@ def test_failure_midway_leaves_workspace_and_no_temporary_files(tmp_path, monkey
     def boom(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(import_module("traceql.store.ingest"), "_add_trace_row", boom)
+    monkeypatch.setattr(import_module("traceql.store.load"), "_add_trace_row", boom)
     with pytest.raises(KeyboardInterrupt):
         traceql.ingest([nsys_stub(tmp_path / "b.sqlite")], db=db)
     assert sha256(db) == before
@@ -167,12 +167,12 @@ def test_nsys_and_nvprof_files_in_one_ingest(tmp_path):
 
 @pytest.mark.parametrize("limit", [None, "1GB"])
 def test_ingest_memory_settings(tmp_path, monkeypatch, limit):
-    """The default memory limit comes with a 1.5 GB block-allocator budget (traceql/ingest.py
+    """The default memory limit comes with a 1.5 GB block-allocator budget (traceql/core/settings.py
     configure); a limit the user sets through TRACEQL_MEMORY_LIMIT is applied alone, with
     DuckDB's default budget, and an ingest under it works."""
     import duckdb
 
-    ingest_mod = import_module("traceql.store.ingest")
+    ingest_mod = import_module("traceql.core.settings")
     if limit is None:
         monkeypatch.delenv("TRACEQL_MEMORY_LIMIT", raising=False)
     else:

@@ -66,9 +66,9 @@ def _result(table, note: str | None = None, row_count: int | None = None) -> dic
 
 
 def _open(db: Path):
-    import traceql
+    from traceql import api
 
-    return traceql.open(db)  # read-only, no files of this machine: per call, so re-ingests are seen
+    return api.open(db)  # read-only, no files of this machine: per call, so re-ingests are seen
 
 
 # -- tools -------------------------------------------------------------------------------------

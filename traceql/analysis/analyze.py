@@ -82,7 +82,7 @@ def rule(name: str) -> Rule:
     known = rules()
     key = name[len(PREFIX):] if name.startswith(PREFIX) else name
     if key not in known:
-        from traceql.query.sqlcheck import closest
+        from traceql.core.names import closest
 
         best = closest(key, list(known))
         hint = f"did you mean {best}? " if best else ""
@@ -280,7 +280,7 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
         if i:
             out.write("\n")
         span = "no events" if t["duration"] is None else f"span {human_ns(t['duration'])}"
-        from traceql.outputs.render import clean_text
+        from traceql.core.text import clean_text
 
         path = clean_text(t["path"])
         if not md and width:  # a path longer than the terminal keeps both ends (continuation indent 2)
@@ -314,7 +314,7 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
 
 def _rule_text(analysis: Analysis, x: dict, n: int | None, t: dict, out, fmt: str, width, limit: int,
                advised: set) -> None:
-    from traceql.outputs.render import clean_text
+    from traceql.core.text import clean_text
 
     x = {**x, **{k: clean_text(x[k]) for k in ("summary", "breakdown") if x.get(k)}}  # names of the trace
     r = analysis.rules[x["rule"]]

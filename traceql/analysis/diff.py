@@ -184,6 +184,7 @@ def classify(spec, db=None) -> Side:
 
 
 def _side_stats(ws, side: Side, kernel_key: str, trim: float) -> SideStats:
+    from traceql.analysis.analyze import analyze
     from traceql.query import library
     from traceql.core.results import tidy
 
@@ -202,7 +203,7 @@ def _side_stats(ws, side: Side, kernel_key: str, trim: float) -> SideStats:
         "SELECT trace_id, path, source_format, exporter_version, driver_version, cuda_driver_version, "
         "cuda_runtime_version, torch_version FROM trace WHERE ? IS NULL OR trace_id = ? "
         "ORDER BY trace_id", [side.trace_id, side.trace_id]).to_arrow_table().to_pylist()
-    found = ws.analyze(["iterations"], trace_id=side.trace_id).evidence["iterations"].to_pylist()
+    found = analyze(ws, ["iterations"], trace_id=side.trace_id).evidence["iterations"].to_pylist()
     its = [r for r in found if r["recoverable_ns"] is not None and r["dur_ns"] is not None]
     counts: dict = {}
     for r in its:
@@ -265,7 +266,7 @@ def _joint(sides: list, stats: list, kernel_key: str) -> str | None:
     on each side is taken, and both sides' SideStats then hold its iterations (paired). Returns
     a note for the reader: which anchor was taken when a side found another, or why none could be
     matched (then the sides keep what they found)."""
-    from traceql.store.workspace import Workspace
+    from traceql.store.workspace import WorkspaceFile
 
     anchors = []
     for s in stats:
@@ -278,7 +279,7 @@ def _joint(sides: list, stats: list, kernel_key: str) -> str | None:
     for anchor in anchors:
         got = []
         for side, s in zip(sides, stats):
-            with Workspace(side.db) as ws:
+            with WorkspaceFile(side.db) as ws:
                 per = _per_iteration(ws, side, anchor, kernel_key)
                 if anchor[0] == "nvtx" and per[0].get(("iteration", "iterations"), {}).get(0, 0) < MIN_ITERATIONS:
                     per = _per_iteration(ws, side, anchor, kernel_key, leaf=True)  # nested otherwise there
@@ -314,13 +315,13 @@ def _already_ingested(side: Side, db: Path) -> bool:
     import duckdb
 
     from traceql.core.errors import TraceqlError
-    from traceql.store.ingest import file_sha256
-    from traceql.store.workspace import Workspace
+    from traceql.sources.digest import file_sha256
+    from traceql.store.workspace import WorkspaceFile
 
     if not db.is_file() or not _is_workspace(db):
         return False
     try:
-        with Workspace(db) as ws:
+        with WorkspaceFile(db) as ws:
             found = ws.execute("SELECT trace_id, file_sha256 FROM trace WHERE path = ? ORDER BY trace_id",
                                [str(side.path.resolve())]).fetchall()
             if not found:
@@ -339,7 +340,7 @@ def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, pr
          on_wait=None) -> tuple[SideStats, SideStats]:
     """The two sides' statistics. Trace files are ingested together into a temporary workspace,
     removed before this returns."""
-    from traceql.store.workspace import Workspace, default_db
+    from traceql.store.workspace import WorkspaceFile, default_db
 
     if kernel_key not in ("name", "short_name"):
         raise UsageError(f"--kernel-key {kernel_key}: expected name or short_name")
@@ -364,7 +365,7 @@ def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, pr
                 s.db, s.trace_id = tmp_db, ids[os.path.realpath(s.path)]
         out = []
         for s in sides:
-            with Workspace(s.db) as ws:
+            with WorkspaceFile(s.db) as ws:
                 out.append(_side_stats(ws, s, kernel_key, trim))
         joint = _joint(sides, out, kernel_key)
     for s in out:

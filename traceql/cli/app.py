@@ -20,7 +20,7 @@ from traceql.query.reports import REPORTS, blurb, empty_note, report_query
 from traceql.core.resources import view_docs
 
 # Imported where a command needs them, so that the others start faster: traceql.ingest
-# (the ingest machinery) and traceql.sqlcheck (sqlglot).
+# (the ingest machinery) and traceql.query.sqlcheck (sqlglot).
 
 
 _opened = {"ctx": None}  # the command's Context: its workspace names errors that reach main() unnamed
@@ -41,7 +41,7 @@ class Context:
 
     @property
     def db(self) -> Path:
-        """--db, else $TRACEQL_DB or ./traceql.duckdb (traceql.workspace, and with it DuckDB,
+        """--db, else $TRACEQL_DB or ./traceql.duckdb (traceql.store.workspace, and with it DuckDB,
         imported only by the commands that use a workspace)."""
         if self._db is None:
             from traceql.store.workspace import default_db
@@ -54,9 +54,9 @@ class Context:
         self._db = value
 
     def open(self, write: bool = False, queries=(), allow_files: bool = False) -> Workspace:
-        from traceql.store.workspace import Workspace
+        from traceql.api import Workspace
 
-        if self.engine == "spark":  # traceql.spark: the same reports, on Spark over the Parquet export
+        if self.engine == "spark":  # traceql.engines.spark: the same reports, on Spark over the Parquet export
             from traceql.engines.spark import SparkWorkspace, parse_conf
 
             return SparkWorkspace(self.db, queries=self.queries + tuple(queries), master=self.spark_master,
@@ -178,7 +178,7 @@ def wide_option(f):
 
 
 def overwrite_option(f):
-    """--overwrite: -o may replace a file that exists (never the workspace: traceql.guard.check_output)."""
+    """--overwrite: -o may replace a file that exists (never the workspace: traceql.store.guard.check_output)."""
 
     def set_overwrite(ctx, _param, value):
         if value:
@@ -189,7 +189,7 @@ def overwrite_option(f):
 
 
 def engine_options(f):
-    """--engine, --spark-master and --spark-conf: run the command's queries on Spark (traceql.spark)."""
+    """--engine, --spark-master and --spark-conf: run the command's queries on Spark (traceql.engines.spark)."""
 
     def setter(attr):
         def set_value(ctx, _param, value):
@@ -503,7 +503,7 @@ def read_sql(query: str | None, file: Path | None) -> str:
 
 
 def check_output(path: Path | None, folder: bool = False, overwrite: bool | None = None, inputs=()) -> None:
-    """-o PATH before any work, the same rule for every command (traceql.guard.check_output):
+    """-o PATH before any work, the same rule for every command (traceql.store.guard.check_output):
     never the workspace (--db) or an input, a file that exists only with --overwrite."""
     from traceql.store.guard import check_output as check
 

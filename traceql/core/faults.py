@@ -63,8 +63,8 @@ def is_host_file_refusal(exc: BaseException) -> bool:
 
 
 def printable(text: str) -> str:
-    """TEXT safe on a terminal, one line (traceql.render.clean_text, the one escaping function)."""
-    from traceql.outputs.render import clean_text
+    """TEXT safe on a terminal, one line (traceql.outputs.render.clean_text, the one escaping function)."""
+    from traceql.core.text import clean_text
 
     return clean_text(text)
 

@@ -142,7 +142,7 @@ def view_docs(view: str | None = None) -> dict[str, ViewDoc]:
         return docs
     if view not in docs:
         from traceql.core.errors import UsageError
-        from traceql.query.sqlcheck import closest
+        from traceql.core.names import closest
 
         best = closest(view, list(docs))
         hint = f"did you mean {best}? " if best else ""

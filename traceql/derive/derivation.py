@@ -4,7 +4,7 @@ in families built together, and which families a workspace holds.
 Ingest builds the 'ingest' family (launching calls, GPU peaks) with the tables it reads from the
 source. The other families (attribution: op_range, range_gpu, unattributed_gpu; busy: device_busy;
 pytorch: torch_op, kernel_op, op_stack) are built when a query first reads one of their tables
-(traceql.workspace.Workspace.ensure), for every trace that lacks them, and then kept in the
+(traceql.store.workspace.Workspace.ensure), for every trace that lacks them, and then kept in the
 workspace: the first answer to a question that does not need them (`report --by kernel`) no longer
 waits for them. TRACEQL_DERIVE=eager builds them all at ingest, as before. Which (trace, family)
 pairs are built is recorded in the table derived_family (schemas/derived_family.sql); a workspace
@@ -15,7 +15,7 @@ of the trace either (a trace without NVTX ranges has no op_range, torch_op, kern
 TRACEQL_DERIVE=full runs every step regardless: the reference the tests compare with.
 
 The diagnostics of schemas/derive/stats.sql that read a family's tables, and the stored reports
-that read them (traceql.stored), are written when the family is built.
+that read them (traceql.store.stored), are written when the family is built.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""User-defined FLOPs and bytes: plug-ins that cost ops traceql.flops has no formula for (or
+"""User-defined FLOPs and bytes: plug-ins that cost ops traceql.derive.flops has no formula for (or
 costs differently), PyProf's "for custom functions and modules, users can add flops and bytes
 calculation" without editing the package.
 
@@ -15,7 +15,7 @@ A plug-in is a Python module with a dict FLOPS that maps op names to functions:
 
 Each function gets the op's name as the trace writes it ('myext::fused_gelu'), the shapes of its
 inputs (a tuple of ints per tensor input, None for the other inputs), their dtypes ('fp32',
-'fp16', 'bf16', ... as traceql.flops.canonical_dtype spells them; None when the trace does not
+'fp16', 'bf16', ... as traceql.derive.flops.canonical_dtype spells them; None when the trace does not
 say) and the direction ('forward', or 'backward' when a PyProf trace costs a backward kernel by
 its forward op's shapes). It returns (flops, bytes), or None: no cost from the plug-in, the
 built-in formula (if any) applies.
@@ -92,7 +92,7 @@ class Registry:
         return None
 
     def cost(self, plugin: Plugin, key: str, op: str, args, direction: str) -> tuple[int | None, int | None] | None:
-        """Call the plug-in's function for op OP with ARGS (traceql.flops.Arg); None when it
+        """Call the plug-in's function for op OP with ARGS (traceql.derive.flops.Arg); None when it
         declines or fails (a failure is remembered for the ingest's warnings)."""
         shapes = [a.shape if a.is_tensor else None for a in args]
         dtypes = [a.dtype for a in args]
@@ -195,7 +195,7 @@ def _formulas(obj, what: str) -> dict:
     formulas = obj if isinstance(obj, dict) else getattr(obj, "FLOPS", None)
     if not isinstance(formulas, dict) or not formulas:
         raise UsageError(f"FLOPs plug-in {what}: needs a dict FLOPS of op names to functions "
-                         "(see traceql.flops_plugins)")
+                         "(see traceql.derive.flops_plugins)")
     bad = [k for k, v in formulas.items() if not isinstance(k, str) or not callable(v)]
     if bad:
         raise UsageError(f"FLOPs plug-in {what}: FLOPS maps op names (text) to functions; not {bad[0]!r}")

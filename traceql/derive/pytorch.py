@@ -1,14 +1,14 @@
 """PyTorch ops at ingest: what derive/kernel_op.sql and derive/device_peak.sql read.
 
 The NVTX strings are parsed in SQL (schemas/derive/torch_op.sql). FLOPs and bytes need
-formulas over shapes (traceql.flops), so `prepare_kernel_op(con)` runs between torch_op and
+formulas over shapes (traceql.derive.flops), so `prepare_kernel_op(con)` runs between torch_op and
 kernel_op: it loads the data files of schemas/torch/ as temporary tables, maps every distinct
 op name to a formula, runs schemas/derive/kernel_op_units.sql (each kernel's costed call),
 and computes the cost of each distinct (formula, sizes or marker, dtype) combination once, in
-Python, and PyProf's params of each distinct PyProf call (traceql.pyprof_params). Traces repeat the same few shapes, so that is a few hundred evaluations even for
+Python, and PyProf's params of each distinct PyProf call (traceql.derive.pyprof_params). Traces repeat the same few shapes, so that is a few hundred evaluations even for
 millions of kernels.
 
-A user's FLOPs plug-ins (traceql.flops_plugins) come first: an op one of them names gets the
+A user's FLOPs plug-ins (traceql.derive.flops_plugins) come first: an op one of them names gets the
 formula key 'plugin:<op name>', costed by the plug-in, else (it declines or fails) by the
 built-in formula of the op, if any. plugin_stats() gives the failures of the last trace, as
 ingest_stats rows.
@@ -132,7 +132,7 @@ def _default_params(args, dtype) -> str | None:
 
 def call_params(con) -> None:
     """Temporary table torch_pyprof_params (marker_text, role, params): PyProf's params of each
-    distinct PyProf call of the trace's kernels, per role (traceql.pyprof_params)."""
+    distinct PyProf call of the trace's kernels, per role (traceql.derive.pyprof_params)."""
     texts = con.execute(
         "SELECT DISTINCT n.name FROM raw.kop_units u "
         "JOIN nvtx_range n ON n.trace_id = getvariable('trace_id') AND n.range_id = u.call_range_id").fetchall()

@@ -1,5 +1,5 @@
 """The Spark engine: the query library, reports and summary on Apache Spark, over a Parquet
-export partitioned by trace (traceql.parquet).
+export partitioned by trace (traceql.outputs.parquet).
 
     traceql export --format parquet --partition-by trace -o job/
     traceql report --by kernel --engine spark --db job/ [--spark-master spark://host:7077]
@@ -8,9 +8,9 @@ export partitioned by trace (traceql.parquet).
     ws.report("kernel"); ws.query("range", group_by="path"); ws.summary()
 
 Each contract view is a temporary view of the session over its folder of the export, with the
-export's schema (traceql.parquet.view_schema, column descriptions as Spark column comments) and
+export's schema (traceql.outputs.parquet.view_schema, column descriptions as Spark column comments) and
 the contract's column order. A query of the library runs as Spark SQL that sqlglot translates
-from its DuckDB SQL (traceql.transpile; the library has one copy of each query), with its
+from its DuckDB SQL (traceql.engines.transpile; the library has one copy of each query), with its
 parameters bound by Spark (`:name` markers), never pasted into the text. The result comes back
 as Arrow with the columns and the Arrow types DuckDB gives the same query: the types are read
 from DuckDB running the query over an empty in-memory copy of the contract, and Spark's columns
@@ -227,7 +227,7 @@ _ACTIVE: dict[tuple[int, str], int] = {}
 
 
 class SparkWorkspace:
-    """A Parquet export (traceql.parquet) queried on Spark: query(), report(), summary() and
+    """A Parquet export (traceql.outputs.parquet) queried on Spark: query(), report(), summary() and
     execute() as on a Workspace, answering with the same Arrow tables."""
 
     engine = "spark"
@@ -277,7 +277,7 @@ class SparkWorkspace:
 
     def execute(self, sql: str, params=None) -> _Result:
         """Run the DuckDB SQL of the query library (trusted SQL, as Workspace.execute) on Spark:
-        translated by traceql.transpile, parameters bound by Spark, the result with DuckDB's
+        translated by traceql.engines.transpile, parameters bound by Spark, the result with DuckDB's
         column types."""
         from traceql.engines.transpile import to_spark
 

@@ -27,7 +27,7 @@ DuckDB computes (each rule below says which difference it removes):
 What does not translate is refused with UntranslatableError naming the construct: ASOF joins
 (Spark has none; the analyze/ rules use them) and DuckDB functions sqlglot leaves as unknown
 calls that Spark lacks. Whether an expression is a DOUBLE is decided from the query itself:
-the contract's column types (traceql.resources.contract_types), the types of functions and
+the contract's column types (traceql.core.resources.contract_types), the types of functions and
 literals, and columns followed through the query's CTEs and sub-queries (sqlglot's qualify
 names every column's source first).
 """

@@ -6,13 +6,13 @@ node01 · trace 4'), sorted by rank: its CPU threads ('python3 · pid 20021', wi
 and its GPU streams ('GPU 1 · Stream 7') are threads of that process, every tid synthetic
 (from 1,000,000,000 up, one id space for the file), so ranks never share a track even when
 their OS pids or device ids are the same. Events, lanes for partly overlapping slices, launch
-arrows and the window rule are traceql.timeline's, trace after trace.
+arrows and the window rule are traceql.outputs.timeline's, trace after trace.
 
-Times: every trace goes on the UTC axis (traceql.clocks: ts + trace.utc_offset_ns, minus its
+Times: every trace goes on the UTC axis (traceql.query.clocks: ts + trace.utc_offset_ns, minus its
 host's estimated skew with align_clocks), and the job's first event there is time 0
 (otherData.origin_utc_ns says which UTC ns that is). start and end are on that axis: '+1.5s'
 counts from the job's first event, a plain number is UTC epoch ns. Traces that are not one job
-(traceql.jobs: a before and an after run, files of different days) are not drawn on one clock:
+(traceql.query.jobs: a before and an after run, files of different days) are not drawn on one clock:
 each job starts at time 0 (otherData.jobs gives each one's origin), the process groups named
 with their job, so a timeline never spans the days between unrelated runs; a trace that
 records no UTC start is a job of its own on its own clock. Flow and async-range ids

@@ -1,5 +1,5 @@
 """The Parquet interchange format: a workspace's contract views as Hive-style partitions by
-trace, for Spark (traceql.spark) and any other Parquet reader.
+trace, for Spark (traceql.engines.spark) and any other Parquet reader.
 
 `traceql export --format parquet --partition-by trace -o OUT` writes
 
@@ -10,7 +10,7 @@ One file per view and trace, written even when the trace has no rows in that vie
 view has a file per trace and a reader never has to guess a schema. `trace_id` is the partition
 column: it is the directory's name, not a column of the files (Spark, pyarrow.dataset with
 hive partitioning, DuckDB's read_parquet(..., hive_partitioning = true) and polars add it back).
-Rows are in the view's row order (traceql.resources.ROW_ORDER). Files and folders whose names
+Rows are in the view's row order (traceql.core.resources.ROW_ORDER). Files and folders whose names
 start with '_' or '.' are not data (Spark and pyarrow skip them): the manifest, and a file being
 written (`.part-0.parquet.tmp`, renamed when complete).
 
@@ -21,7 +21,7 @@ attribution, style, kind, generation, direction, category) are plain strings, si
 Spark have no enumerations. Each field carries its column's description from
 schemas/contract/<view>.sql as field metadata (`description`, in the Arrow schema stored in the
 file); each file's key-value metadata names its view, the view's description, the trace id of
-its partition, the format version and the contract version (traceql.contract).
+its partition, the format version and the contract version (traceql.store.contract).
 
 The manifest, `_traceql.json`, holds the format ("traceql-parquet") and its version, the
 contract version, the partition column, and every view with its description and columns (name,

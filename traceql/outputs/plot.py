@@ -64,7 +64,7 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
     axis; on the default linear axis a group more than OUTLIER times longer than the next
     one (an 8 s ncclCommInitRank among millisecond ranges) is cut, its value printed, so that
     the other bars stay visible. range, range_match (--by kernel and op): only the work inside
-    the NVTX ranges of these names or containing these words (traceql.rangefilter), the
+    the NVTX ranges of these names or containing these words (traceql.query.rangefilter), the
     K-FAC walkthrough's drill-down into one range; kernels are then labelled with their share
     of the ranges' GPU time. skip_first (--by range): leave out the first N instances of each
     name, the warm-up (report --by range --skip-first). stacked (--by range): one bar per name,
@@ -346,7 +346,7 @@ def kernel_label(name: str) -> str:
 
 def _labels(names: list[str], counts: list, count_format: str, width: int = 50) -> list[str]:
     """Axis labels: each name cut to `width` (in the middle, keeping where similar names
-    differ: traceql.render.shorten_distinct), followed by its count; only names that are
+    differ: traceql.outputs.render.shorten_distinct), followed by its count; only names that are
     the same throughout are numbered."""
     cut = shorten_distinct([" ".join(str(n).split()) for n in names], width)
     seen: dict[str, int] = {}

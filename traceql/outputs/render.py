@@ -24,6 +24,8 @@ import re
 import sys
 import unicodedata
 
+from traceql.core.text import clean_text
+
 # pyarrow is imported by the functions that need it: the commands that print no table (help,
 # schema, reports, queries) start without it.
 
@@ -50,37 +52,6 @@ def _cell(value) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
-
-
-class _Visible(dict):
-    """str.translate's table for clean_text: a control character as an escape, other characters
-    kept (a KeyError keeps the character)."""
-
-    # Unicode's bidirectional controls reorder what follows on the line: shown, not obeyed
-    BIDI = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
-
-    def __missing__(self, code: int) -> str:
-        if code < 32 or 127 <= code < 160:
-            value = {9: "\\t", 10: "\\n", 13: "\\r"}.get(code, f"\\x{code:02x}")
-        elif code in self.BIDI or code in (0x2028, 0x2029):
-            value = f"\\u{code:04x}"
-        else:
-            raise KeyError(code)
-        self[code] = value
-        return value
-
-
-_VISIBLE = _Visible()
-
-
-def clean_text(text) -> str:
-    """The one escaping function of every text traceql prints for people or writes into a
-    markdown file: names, table headers, GPU names, hosts, paths, descriptions, messages. It
-    stays one line and cannot drive the terminal: a newline shows as \\n (tab \\t, CR \\r),
-    another control character (ESC, BEL, the C1 range) as \\xNN, a bidirectional control or a
-    line separator as \\uNNNN. Machine formats (csv, tsv, json, parquet) keep the text as it is."""
-    text = text if isinstance(text, str) else str(text)
-    return text if text.isprintable() else text.translate(_VISIBLE)
 
 
 _clean = clean_text
@@ -755,27 +726,6 @@ def humanize(table, unit: str | None = None, labels: dict | None = None):
             fields.append(pa.field(header or name, col.type))
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
-
-
-# What the count of an ingest_stats warning is a part of (a view of the trace): '2,276 of 4,368'.
-_WARNING_TOTALS = {"launch.ops_without_launch": "gpu_op", "gpu_op.negative_duration": "gpu_op",
-                   "gpu_op.correlation_ambiguous": "gpu_op", "kernel.unnamed": "kernel",
-                   "api_call.negative_duration": "api_call", "nvtx_range.unclosed": "nvtx_range",
-                   "nvtx_range.negative_duration": "nvtx_range", "nvtx_range.beyond_depth_cap": "nvtx_range"}
-
-
-def warning_text(key: str, value, detail: str, totals: dict | None = None) -> str:
-    """An ingest_stats warning for people, its count first: '2,276 of 4,368 GPU operations with
-    no API call ...' (totals: rows per view of the trace: gpu_op, kernel, api_call, nvtx_range).
-    A detail that states its numbers, or names a table first, gets the count after it."""
-    if value is None or not detail or detail[:1].isdigit() or key.startswith(("schema.", "source.column_absent.")):
-        return detail
-    if key.startswith("source.read_with_sqlite3."):
-        return f"{detail} ({value:,} rows)"
-    if key.startswith("source.duplicate_keys."):
-        return f"{detail} ({value:,} rows left out)"
-    total = (totals or {}).get(_WARNING_TOTALS.get(key, ""))
-    return f"{value:,} of {total:,} {detail}" if total else f"{value:,} {detail}"
 
 
 # ------------------------------------------------------------------------------ summary

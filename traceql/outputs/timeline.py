@@ -85,7 +85,7 @@ class TimelineResult:
     end: int | None
     counts: dict[str, int] = field(default_factory=dict)  # events per kind, and 'flow' arrows
     overlap_tracks: int = 0  # extra tracks made for partly overlapping events
-    trace_ids: list[int] = field(default_factory=list)  # several traces in one timeline (traceql.job_timeline)
+    trace_ids: list[int] = field(default_factory=list)  # several traces in one timeline (traceql.outputs.job_timeline)
 
     @property
     def events(self) -> int:

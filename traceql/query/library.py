@@ -30,7 +30,7 @@ the library replaces by that file's SQL when it reads the query (traceql.resourc
 Query's sql is plain SQL that DuckDB runs and sqlglot translates to Spark SQL as it is.
 
 Parameters are bound by DuckDB ($name placeholders), never pasted into the SQL. The one
-exception is a report's `--where` filter, checked and rebuilt by traceql.where before it
+exception is a report's `--where` filter, checked and rebuilt by traceql.query.where before it
 replaces the query's `/* where */ TRUE` marker.
 
 A user's own folders of queries (`--queries DIR`, or $TRACEQL_QUERIES with folders
@@ -38,7 +38,7 @@ separated by the path separator, ':' on Unix) follow the same conventions and jo
 library. A user query cannot take the name of a built-in query or of another user query:
 that is an error naming both files, never a silent replacement, so `traceql query kernel`
 and the reports always mean the documented built-ins. User queries run through the same
-checks as `traceql sql` (traceql.sqlcheck): read-only, names checked, parameters bound.
+checks as `traceql sql` (traceql.query.sqlcheck): read-only, names checked, parameters bound.
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def placeholders(sql: str) -> set[str]:
     except (ParseError, TokenError):
         import duckdb
 
-        from traceql.store.workspace import one_line_error
+        from traceql.core.text import one_line_error
 
         con = duckdb.connect()
         try:
@@ -276,7 +276,7 @@ def check_placeholders(query: Query) -> None:
         raise UsageError(f"{where}: parameter {unused[0]!r} is declared but the SQL has no ${unused[0]}")
 
 
-# --param NAME=VALUE options (traceql sql, query, analyze): here rather than in traceql.sqlcheck,
+# --param NAME=VALUE options (traceql sql, query, analyze): here rather than in traceql.query.sqlcheck,
 # which loads sqlglot, so that a command given parameters starts as fast as one without.
 _PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _INT = re.compile(r"^[+-]?\d+$")

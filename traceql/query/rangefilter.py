@@ -94,7 +94,7 @@ def check_report(by: str) -> None:
 
 
 def parameters(sel: Selection) -> dict:
-    from traceql.store.ingest import NVTX_DEPTH_CAP
+    from traceql.core.settings import NVTX_DEPTH_CAP
 
     return {"range_names": list(sel.names) or None, "range_words": list(sel.words) or None,
             "range_depth_cap": NVTX_DEPTH_CAP}
@@ -125,7 +125,7 @@ def check_matches(ws, sel: Selection, found: dict[int, dict], trace_id: int | No
     """A UsageError naming the closest range names when no range of the traces matches."""
     if any(r["instances"] for r in found.values()):
         return
-    from traceql.query.sqlcheck import closest
+    from traceql.core.names import closest
 
     names = [n for (n,) in ws.execute(
         "SELECT DISTINCT group_name FROM nvtx_range WHERE group_name IS NOT NULL AND (? IS NULL OR trace_id = ?) "

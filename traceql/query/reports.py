@@ -16,7 +16,7 @@ from traceql.core.resources import contract_docs
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# pyarrow.compute (sorting) and traceql.where (sqlglot) are imported when --sort, --where or
+# pyarrow.compute (sorting) and traceql.query.where (sqlglot) are imported when --sort, --where or
 # the per-trace summary need them: most reports do not, and they add to every CLI call.
 
 # report name -> (query file, default parameters). Every query declares trace_id and per_trace.
@@ -108,14 +108,14 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
 
     trace_id: only that trace. per_trace: rows split by trace (a trace_id column first;
     percentages within the trace; limit counts per trace). where: a SQL boolean expression
-    over the report's input view (see traceql.where). sort: a column of the report,
+    over the report's input view (see traceql.query.where). sort: a column of the report,
     optionally ':asc' or ':desc' (default: descending for numbers, ascending for text);
     ties keep the report's own order. columns: the columns to keep, in this order; 'all' for
     every column (the default: every column, or the set the query's '-- shown:' line names).
     recompute: compute the report from the contract tables even when the rows ingest stored
-    for it can answer (traceql.stored; they are the same rows). range, range_match: only the
+    for it can answer (traceql.store.stored; they are the same rows). range, range_match: only the
     work the NVTX ranges of these names (full, grouping or path) or containing these words
-    hold, with a range_pct column (traceql.rangefilter). Other keyword arguments are the
+    hold, with a range_pct column (traceql.query.rangefilter). Other keyword arguments are the
     query's parameters (e.g. with_dims for kernel)."""
     from traceql.query import rangefilter
 
@@ -138,9 +138,9 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
 
     table = None
     if where is None and ranged is None and not recompute:
-        from traceql.store import stored
-
-        table = stored.load(ws.con, by, q, bound, limit=limit if sort is None else None)
+        stored_report = getattr(ws, "stored_report", None)  # the workspace file's (traceql.store), not Spark's
+        if stored_report is not None:
+            table = stored_report(by, q, bound, limit=limit if sort is None else None)
     if table is None:
         found = None
         if ranged is not None:
@@ -201,7 +201,7 @@ def _compute(ws, q, bound: dict, where: str | None, ranged_by: str | None = None
             fragment, where_params = compile_where(where, input_columns(q.input), q.input)
             fragments.append(fragment)
             bound = {**bound, **where_params}
-        if ranged_by is not None:  # traceql.rangefilter: the package's SQL, values bound as parameters
+        if ranged_by is not None:  # traceql.query.rangefilter: the package's SQL, values bound as parameters
             from traceql.query.rangefilter import condition
 
             fragments.append(condition(ranged_by))
@@ -240,7 +240,7 @@ def resolve_column(name: str, columns: list[str], aliases: dict[str, str] | None
     hit = folded.get(name.strip().lower()) or (aliases or {}).get(name.strip().lower())
     if hit is not None:
         return hit
-    from traceql.query.sqlcheck import closest
+    from traceql.core.names import closest
 
     best = closest(name, list(columns) + list(aliases or {}))
     hint = f"did you mean {(aliases or {}).get(best, best)}? " if best else ""

@@ -14,7 +14,7 @@
 4. Bind parameters: `$name` placeholders take the values given (`--param name=value`);
    DuckDB binds them, they never become SQL text. A placeholder without a value and a
    value without a placeholder are errors.
-5. Translate another dialect to DuckDB with sqlglot plus the fixes of traceql.dialects
+5. Translate another dialect to DuckDB with sqlglot plus the fixes of traceql.query.dialects
    (SQLite integer division, LIKE, CAST, date functions, ...). The SQL that runs is then
    the one sqlglot generated from the checked tree.
 6. Let DuckDB's own parser split and classify exactly the text that will run
@@ -34,7 +34,6 @@ SQL text.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from traceql.core.errors import UsageError
+from traceql.core.names import RAW_TABLES, closest
 from traceql.query.library import parse_params, typed_value  # noqa: F401 - where they were first
 
 # sqlglot logs a warning when it falls back to an opaque Command (LOAD, CALL, ...); we
@@ -63,21 +63,6 @@ _WRITE_NODES = (exp.DML, exp.DDL, exp.Command, exp.Copy, exp.Attach, exp.Detach,
                 exp.Install, exp.Use, exp.Transaction, exp.Commit, exp.Rollback, exp.TruncateTable)
 _DUCKDB_READ = ("SELECT", "EXPLAIN")
 
-# Names people bring from the raw nsys / nvprof tables, and the contract names for them.
-RAW_TABLES = {
-    "cupti_activity_kind_kernel": "kernel", "cupti_activity_kind_concurrent_kernel": "kernel",
-    "cupti_activity_kind_runtime": "api_call", "cupti_activity_kind_driver": "api_call",
-    "cupti_activity_kind_memcpy": "memcpy", "cupti_activity_kind_memcpy2": "memcpy",
-    "cupti_activity_kind_memset": "memset", "nvtx_events": "nvtx_range",
-    "cupti_activity_kind_marker": "nvtx_range", "target_info_gpu": "device",
-    "target_info_cuda_device": "device", "cupti_activity_kind_device": "device",
-    "threadnames": "thread", "cupti_activity_kind_name": "thread", "processes": "thread",
-}
-RAW_COLUMNS = {
-    "start": "ts", "timestamp": "ts", "begin": "ts", "duration": "dur", "elapsed": "dur",
-    "demangled_name": "name", "kernel_name": "name", "text": "name", "global_pid": "pid",
-    "global_tid": "tid", "process_id": "pid", "thread_id": "tid", "size": "bytes",
-}
 
 _FILE_LIKE = re.compile(r"[./\\*]")
 
@@ -190,7 +175,7 @@ def _prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dia
         try:
             statements = con.extract_statements(sql)
         except duckdb.Error as exc:
-            from traceql.store.workspace import one_line_error
+            from traceql.core.text import one_line_error
 
             raise UsageError(f"SQL: {one_line_error(str(exc))}") from None
         for st in statements:
@@ -308,7 +293,7 @@ def _parse(text: str, dialect: str, con) -> list[exp.Expression] | None:
                 con.extract_statements(text)
                 return None
             except duckdb.Error as err:
-                from traceql.store.workspace import one_line_error
+                from traceql.core.text import one_line_error
 
                 raise UsageError(f"SQL: {one_line_error(str(err))}") from None
         raise UsageError(f"SQL: syntax error: {_first_line(exc)}") from None
@@ -542,29 +527,6 @@ def unqualified_column_message(name: str, visible: list) -> str:
         qualified = next(k for k, v in candidates.items() if v == best)
         return f"no column {name} in {where}; did you mean {qualified}?"
     return f"no column {name} in {where}"
-
-
-def closest(name: str, candidates: list[str]) -> str | None:
-    """The candidate closest to name: the same name in snake_case (correlationId ->
-    correlation_id), a raw-table synonym (duration -> dur), else the best of difflib's
-    similarity with a bonus for a shared prefix of three or more characters."""
-    if not candidates:
-        return None
-    by_lower = {c.lower(): c for c in candidates}
-    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-    for key in (name.lower(), snake, RAW_COLUMNS.get(snake), RAW_TABLES.get(snake)):
-        if key and key in by_lower:
-            return by_lower[key]
-    best, best_score = None, 0.0
-    for cand in candidates:
-        c = cand.lower()
-        score = difflib.SequenceMatcher(None, snake, c).ratio()
-        short = min(len(snake), len(c))
-        if short >= 3 and (c.startswith(snake) or snake.startswith(c)):
-            score = max(score, 0.75)
-        if score > best_score:
-            best, best_score = cand, score
-    return best if best_score >= 0.6 else None
 
 
 def _created_relation(tree: exp.Expression) -> str | None:

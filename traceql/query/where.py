@@ -137,7 +137,7 @@ def _check(node: exp.Expression, known: set[str], view: str, columns: list[str])
             raise UsageError(f"--where: {node.sql('duckdb')}: name columns without a table "
                              f"(the filter runs over {view})")
         if node.name not in known:
-            from traceql.query.sqlcheck import closest
+            from traceql.core.names import closest
 
             best = closest(node.name, columns)
             hint = f"did you mean {best}? " if best else ""

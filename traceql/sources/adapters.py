@@ -1,4 +1,5 @@
-"""What a layout's adapter SQL can use beyond the staged source tables.
+"""A layout's adapters: the source tables it reads (raw_ddl), its adapter files in order
+(ADAPTER_FILES, adapter_sql), and what its adapter SQL can use beyond the staged source tables.
 
 `prepare(con, layout)` runs after the source tables are staged in `raw` and before the
 adapter files of schemas/<format>/ run. It provides two kinds of temporary tables:
@@ -10,7 +11,7 @@ adapter files of schemas/<format>/ run. It provides two kinds of temporary table
   any other column text.
 - Demangled symbols: when schemas/<format>/demangle.sql exists, it is a SELECT of
   (id, symbol) rows (e.g. the distinct kernel names of an nvprof file). Each symbol is
-  demangled once in Python (traceql.demangle, the C++ runtime's __cxa_demangle) into the
+  demangled once in Python (traceql.sources.demangle, the C++ runtime's __cxa_demangle) into the
   temporary table src_demangled(id, symbol, name, short_name). Demangling the distinct
   names only keeps this cheap on million-kernel traces, which have few distinct names.
 
@@ -88,3 +89,31 @@ def prepare(con: duckdb.DuckDBPyConnection, layout: str) -> None:
     for table, data in _data_tables(fmt):
         _create_temp(con, table, data)
     _create_temp(con, "src_demangled", _demangled(con, fmt))
+
+
+# Adapter views each layout provides, in the order they are created. A layout folder
+# (schemas/nsys/<layout>/) may override any file of schemas/nsys/common/.
+ADAPTER_FILES = ("labels", "stacks", "mem_kind", "kernel", "api_call", "memcpy", "memset",
+                 "nvtx_event", "thread", "device", "graph", "host", "memory", "stats")
+
+
+def raw_ddl(layout: str) -> str:
+    """The source tables a layout reads: <format>/raw.sql plus the layout folder's raw.sql."""
+    fmt, _, folder = layout.partition("/")
+    ddl = read_schema(f"{fmt}/raw.sql")
+    if folder and schema_exists(f"{fmt}/{folder}/raw.sql"):
+        ddl += "\n" + read_schema(f"{fmt}/{folder}/raw.sql")
+    return ddl
+
+
+def adapter_sql(layout: str, name: str) -> str:
+    """The adapter file NAME of a layout: its folder's, else its format's common one; preceded by
+    schemas/default/NAME.sql when that exists (empty views for formats that lack the data)."""
+    fmt, _, folder = layout.partition("/")
+    default = read_schema(f"default/{name}.sql") + "\n" if schema_exists(f"default/{name}.sql") else ""
+    for rel in (f"{fmt}/{folder}/{name}.sql", f"{fmt}/common/{name}.sql"):
+        if folder and schema_exists(rel):
+            return default + read_schema(rel)
+    if default:
+        return default
+    raise RuntimeError(f"no adapter file {name}.sql for layout {layout}")

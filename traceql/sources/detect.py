@@ -49,7 +49,7 @@ class Detected:
     metadata: dict[str, str] = field(default_factory=dict)
     tables: dict[str, list[str]] = field(default_factory=dict)  # table -> column names
     warnings: list[str] = field(default_factory=list)
-    exported_from: Path | None = None         # the Nsight Systems report this export was made from (traceql.nsys_export)
+    exported_from: Path | None = None         # the Nsight Systems report this export was made from (traceql.sources.nsys_export)
     source_names: dict[str, str] = field(default_factory=dict)  # staged name -> table in the file (rocpd)
     versions: dict[str, str] = field(default_factory=dict)  # trace's driver_version, cuda_*_version, torch_version
 

@@ -394,7 +394,7 @@ def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> StageReport
     the Kineto file at PATH: raw.kineto_event (every event), raw.kineto_member (the top-level
     members, as JSON text) and raw.TARGET_INFO_SESSION_START_TIME (baseTimeNanoseconds, the UTC
     time of ts 0, when the file has it). progress(table, done, total, rows) as reader.stage calls
-    it. DET (traceql.detect.Detected), when given, gets the trace-level facts of all members,
+    it. DET (traceql.sources.detect.Detected), when given, gets the trace-level facts of all members,
     also those after the events (rank, world size, host: see metadata())."""
     import pyarrow as pa
 

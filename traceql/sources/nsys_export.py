@@ -12,7 +12,7 @@ exported again into the same file, so ingesting it again replaces its trace (the
 the export's). $TRACEQL_NSYS_CACHE names another cache folder. The export is written to a
 temporary name and renamed when nsys succeeded: a failed or interrupted export leaves nothing.
 
-Without an nsys the report is refused as before (traceql.detect), with how to export it by hand.
+Without an nsys the report is refused as before (traceql.sources.detect), with how to export it by hand.
 A report nsys cannot export (damaged, truncated, not a report) is an input error that quotes
 nsys's own message, and nothing is written.
 """
@@ -58,7 +58,7 @@ def cache_dir(db: Path) -> Path:
 
 
 def _digest(path: Path) -> str:
-    from traceql.store.ingest import file_sha256
+    from traceql.sources.digest import file_sha256
 
     return file_sha256(path)
 
@@ -66,7 +66,7 @@ def _digest(path: Path) -> str:
 def exported(report: Path, db: Path) -> Path | None:
     """The SQLite export of REPORT to ingest in its place: the cached one while the report is
     unchanged, else a fresh `nsys export`. None when REPORT is not a report or no nsys is at
-    hand (traceql.detect then says how to export it by hand)."""
+    hand (traceql.sources.detect then says how to export it by hand)."""
     report = Path(report)
     if not is_report(report) or not report.is_file():
         return None

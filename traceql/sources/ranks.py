@@ -183,7 +183,7 @@ def nsys_recorded(path: Path, tables: dict[str, list[str]]) -> tuple[dict[str, F
 
 
 def kineto_recorded(metadata: dict[str, str]) -> dict[str, Fact]:
-    """What a PyTorch profiler trace records (traceql.kineto.metadata's keys)."""
+    """What a PyTorch profiler trace records (traceql.sources.kineto.metadata's keys)."""
     facts: dict[str, Fact] = {}
     for name, key, detail in (("rank", "RANK", "distributedInfo.rank"),
                               ("world_size", "WORLD_SIZE", "distributedInfo.world_size")):
@@ -260,7 +260,7 @@ def resolve(recorded: dict[str, Fact], path: str | Path, export_host: str | None
 
 
 def identify(det, user: dict | None = None) -> Identity:
-    """The Identity of the detected file DET (traceql.detect.Detected; after staging for Kineto,
+    """The Identity of the detected file DET (traceql.sources.detect.Detected; after staging for Kineto,
     whose members are read with the events)."""
     stats: list[tuple] = []
     export_host = None

@@ -59,7 +59,7 @@ def load_sqlite_scanner(con: duckdb.DuckDBPyConnection) -> str | None:
         return "TRACEQL_READER=sqlite3"
     if con.execute("SELECT function_name FROM system.main.duckdb_functions() "  # (duckdb_extensions() lists a
                    "WHERE function_name = 'sqlite_scan' AND database_name = 'system' LIMIT 1").fetchall():  # folder)
-        return None  # loaded when the connection was opened (traceql.guard.connect)
+        return None  # loaded when the connection was opened (traceql.store.guard.connect)
     reasons = []
     try:
         import duckdb_extension_sqlite_scanner as pkg

@@ -56,7 +56,7 @@ def connect(database, *, read_only: bool = False, files=(), folders=(), temp_dir
             sqlite: bool = True) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection to DATABASE (a path, or ':memory:') for traceql's own SQL: no
     extension installed or loaded by DuckDB itself, the sqlite extension loaded from its package
-    (sqlite=True; traceql.reader.load_sqlite_scanner), then external access off for good, but for
+    (sqlite=True; traceql.sources.reader.load_sqlite_scanner), then external access off for good, but for
     FILES (exact paths) and FOLDERS (every file under them) that traceql reads itself.
     temp_directory: where DuckDB spills (it cannot be changed once external access is off)."""
     if database != ":memory:":

@@ -2,7 +2,7 @@
 
 `traceql ingest rank*.sqlite` hands each file to a pool of worker processes (multiprocessing,
 started fresh with 'spawn': DuckDB's threads do not survive a fork). A worker reads its file
-exactly as a single-file ingest does (traceql.ingest._ingest_one: staging, adapters, derived
+exactly as a single-file ingest does (traceql.store.load.ingest_one: staging, adapters, derived
 tables, diagnostics, trace row, stored reports) into a new DuckDB file of its own, under the
 trace id the parent chose for it, and returns. The parent meanwhile holds the one temporary
 copy of the workspace (ingest.writing_copy) and appends the finished files' rows to it
@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import re
 import shutil
 import signal
 import sys
@@ -41,6 +40,8 @@ from pathlib import Path
 
 import duckdb
 
+from traceql.core.settings import cores, limit_bytes
+
 MIN_SHARE = 256 * 1000 * 1000  # bytes of DuckDB buffer pool a worker gets at least
 
 # Without --jobs, files that hold less than this together are read one after another in this
@@ -49,35 +50,12 @@ MIN_SHARE = 256 * 1000 * 1000  # bytes of DuckDB buffer pool a worker gets at le
 # 1 MB files: bench/RANKS.md).
 AUTO_MIN_BYTES = 64 * 1000 * 1000
 
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def limit_bytes(limit: str) -> int:
-    """A memory size as TRACEQL_MEMORY_LIMIT takes it ('3GB', '500MiB', '80%') in bytes; a
-    percentage is of this machine's physical memory, as DuckDB reads it."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B|%)?\s*", limit, re.I)
-    if not m:
-        raise ValueError(limit)
-    number, unit = float(m.group(1)), (m.group(2) or "").upper()
-    if unit == "%":
-        return int(number / 100 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    return int(number * _UNITS[unit])
-
 
 def workers(paths: list[Path], jobs: int | None = None) -> int:
     """How many worker processes ingest the files PATHS: jobs when given, else one per core,
     and only when together they hold AUTO_MIN_BYTES or more; no more than files, and only as
     many as get MIN_SHARE of the memory limit each. 1: ingest in this process."""
-    from traceql.store.ingest import memory_limit
+    from traceql.core.settings import memory_limit
 
     if jobs is None:
         if sum(_size(p) for p in paths) < AUTO_MIN_BYTES:
@@ -93,7 +71,8 @@ def ingest_files(con: duckdb.DuckDBPyConnection, db: Path, detected: list, user:
     """Ingest the DETECTED files in N worker processes into the workspace copy on con (see the
     module doc); their IngestResults in the order of DETECTED."""
     from traceql.core.errors import WorkspaceError
-    from traceql.store.ingest import memory_limit, workers_folder
+    from traceql.core.settings import memory_limit
+    from traceql.store.transaction import workers_folder
 
     plan = []  # (index, det, trace_id, replaced), the ids the files would get one after another
     next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM trace").fetchone()[0]
@@ -240,7 +219,8 @@ def _work(task):
     from traceql.core.errors import TraceqlError
     from traceql.core.faults import fault
     from traceql.store.guard import connect
-    from traceql.store.ingest import _errors_of, _ingest_one, configure, create_contract
+    from traceql.core.settings import configure
+    from traceql.store.load import create_contract, errors_of, ingest_one
     from traceql.core.progress import Progress
 
     i, det, trace_id, replaced, user, dbfile, share, threads, spill, workspace = task
@@ -249,8 +229,8 @@ def _work(task):
         try:
             configure(con, None, share=share, threads=threads)
             create_contract(con)
-            with _errors_of(det.path):
-                result = _ingest_one(con, det, Progress(), user, (trace_id, replaced))
+            with errors_of(det.path):
+                result = ingest_one(con, det, Progress(), user, (trace_id, replaced))
             con.execute("CHECKPOINT")
         finally:
             con.close()

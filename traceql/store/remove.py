@@ -1,6 +1,6 @@
 """`traceql rm`: take traces out of a workspace, from every table at once.
 
-Like an ingest, removing works on a temporary copy of the workspace (traceql.ingest's
+Like an ingest, removing works on a temporary copy of the workspace (traceql.store.ingest's
 writing_copy) that is renamed over it only when every row of the traces is gone: killed at
 any point it leaves the workspace as it was, and a report running meanwhile reads the old
 file undisturbed. The rows go from every contract table and from the reports stored at
@@ -28,10 +28,10 @@ class Removed:
 def remove(trace_ids, db: str | os.PathLike = "traceql.duckdb", on_wait=None) -> list[Removed]:
     """Remove the traces TRACE_IDS from workspace DB, all or nothing: an id the workspace does
     not hold is a UsageError and nothing is removed. on_wait(message) tells that it waits for
-    another writer (traceql.lock)."""
+    another writer (traceql.store.lock)."""
     from traceql.derive import derivation
     from traceql.store import stored
-    from traceql.store.ingest import check_writable, writing_copy
+    from traceql.store.transaction import check_writable, writing_copy
     from traceql.store.lock import workspace_lock
     from traceql.core.resources import CONTRACT_TABLES
 

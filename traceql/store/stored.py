@@ -35,7 +35,7 @@ REGISTRY = "stored_report"
 
 def fingerprint(by: str, q: library.Query) -> str:
     """A hash of what the stored rows were computed with: the report's SQL, its defaults and the
-    contract version (traceql.contract) of the tables it read."""
+    contract version (traceql.store.contract) of the tables it read."""
     from traceql.store.contract import CONTRACT_VERSION
 
     text = f"contract {CONTRACT_VERSION}\n" + q.sql + "\n" + repr(sorted(_default_bound(by, q).items()))
@@ -65,7 +65,7 @@ def _default_bound(by: str, q: library.Query) -> dict:
 def store(con: duckdb.DuckDBPyConnection, trace_id: int, families=None, only_new=None) -> None:
     """Compute and keep the default reports of trace TRACE_ID (ingest, after its contract rows
     are written). Stored rows of other query versions are dropped. FAMILIES: the families of
-    derived tables built for the trace (traceql.derivation; default all): a report that reads
+    derived tables built for the trace (traceql.derive.derivation; default all): a report that reads
     another family is stored when that is built. ONLY_NEW: only the reports that read one of
     these families (just built)."""
     from traceql.derive.derivation import read_by
@@ -125,7 +125,7 @@ def _insertion_order(con: duckdb.DuckDBPyConnection):
 
 def adopt(con: duckdb.DuckDBPyConnection, schema: str, trace_id: int) -> None:
     """Take the reports stored for trace TRACE_ID in the attached workspace SCHEMA (a worker
-    process's, traceql.parallel) into the workspace on con, as store() would have kept them."""
+    process's, traceql.store.parallel) into the workspace on con, as store() would have kept them."""
     con.execute(read_schema("stored_report.sql"))
     try:
         rows = con.execute(f'SELECT report, fingerprint, row_count FROM "{schema}".{REGISTRY} WHERE trace_id = ?',

@@ -1,12 +1,12 @@
 """`traceql upgrade`: bring a workspace written under an older contract version
-(traceql.contract) to the current one, atomically.
+(traceql.store.contract) to the current one, atomically.
 
 Like an ingest it works on a temporary copy, renamed over the workspace only when everything
 succeeded: killed at any point, it leaves the old workspace exactly as it was. In the copy:
 
 1. Every contract table gets the current columns: missing tables are created; a table whose
    columns changed is rebuilt, its rows kept by column name (new columns NULL until step 2);
-   the derived tables (traceql.ingest.DERIVED_TABLES) are emptied, to be computed again.
+   the derived tables (traceql.store.ingest.DERIVED_TABLES) are emptied, to be computed again.
    Stored reports are dropped.
 2. Each trace, keeping its trace id, is then either
    - read again from its recorded source file, when the file is still there and unchanged:
@@ -34,9 +34,10 @@ from traceql.derive import derivation
 from traceql.sources import ranks
 from traceql.sources.detect import detect
 from traceql.core.errors import WorkspaceError
-from traceql.store.ingest import (
-    DERIVED_TABLES, _drop_temp_objects, _errors_of, _free_staging, _ingest_one, check_writable, derive,
-    existing_objects, file_sha256, writing_copy)
+from traceql.sources.digest import file_sha256
+from traceql.store.load import (DERIVED_TABLES, derive, drop_temp_objects, errors_of, existing_objects, free_staging,
+                                ingest_one)
+from traceql.store.transaction import check_writable, writing_copy
 from traceql.store.lock import workspace_lock
 from traceql.core.progress import as_progress
 from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_types, read_schema
@@ -76,8 +77,8 @@ def upgrade(db, progress=None, on_wait=None) -> tuple[int, list[UpgradedTrace]]:
                 reason = _source_unusable(Path(path), size, sha, ingested_at)
                 if reason is None:
                     det = detect(Path(path))
-                    with _errors_of(det.path):
-                        _ingest_one(con, det, progress)
+                    with errors_of(det.path):
+                        ingest_one(con, det, progress)
                     done.append(UpgradedTrace(trace_id, path, True))
                 else:
                     progress.start(f"trace {trace_id}")
@@ -157,7 +158,7 @@ def _derived_stat_keys() -> set[str]:
 def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> None:
     """Compute a trace's derived rows again from the rows the workspace holds (step 2)."""
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
-    _drop_temp_objects(con)
+    drop_temp_objects(con)
     con.execute("ATTACH ':memory:' AS raw")
     try:
         # nesting, grouping names and paths of the stored ranges, as ingest computes them
@@ -169,7 +170,7 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
         con.execute("CREATE TABLE raw.nvtx_new AS SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range", [trace_id])
         con.execute("DELETE FROM nvtx_range WHERE trace_id = ?", [trace_id])
         con.execute("INSERT INTO nvtx_range BY NAME SELECT * FROM raw.nvtx_new")
-        _free_staging(con)
+        free_staging(con)
         for table in DERIVED_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
         derive(con, trace_id)
@@ -192,7 +193,7 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
 
 def _reidentify(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
     """The host, rank, local rank and world size of a trace upgraded without its source file,
-    with where each came from (traceql.ranks.identify_stored), from its stored row."""
+    with where each came from (traceql.sources.ranks.identify_stored), from its stored row."""
     path, host, rank, world_size, source_format = con.execute(
         "SELECT path, host, rank, world_size, source_format FROM trace WHERE trace_id = ?", [trace_id]).fetchone()
     ident = ranks.identify_stored(path, host, rank, world_size, source_format)

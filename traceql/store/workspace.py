@@ -1,5 +1,6 @@
-"""The workspace: a DuckDB file holding any number of ingested traces in the contract
-tables. `traceql.open(path)` returns a Workspace for queries, info and export."""
+"""The workspace file: a DuckDB file holding any number of ingested traces in the contract tables,
+opened for queries (WorkspaceFile). `traceql.open(path)` returns a traceql.api.Workspace, which adds
+analyze, exports, timelines and plots."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import duckdb
 
 from traceql.store import contract
 from traceql.core.errors import UsageError, WorkspaceError
-from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, ROW_ORDER
+from traceql.core.text import one_line_error
 
 if TYPE_CHECKING:  # pyarrow is imported where a result is made: ingest and --version need none of it
     import pyarrow as pa
@@ -30,34 +31,6 @@ def default_db() -> Path:
     return Path(os.environ.get("TRACEQL_DB") or DEFAULT_DB)
 
 
-def open(path: str | os.PathLike | None = None, *, write: bool = False,  # noqa: A001 - mirrors the builtin
-         queries=(), on_wait=None, allow_files: bool = False, engine: str = "duckdb",
-         spark_master: str | None = None, spark_conf: dict | None = None, spark_session=None) -> "Workspace":
-    """Open an existing workspace, read-only unless write=True (which lets .sql() run
-    statements that change it, and holds the workspace lock until close(): an ingest into
-    it waits, and it waits for one, see traceql.lock; on_wait(message) tells that it waits).
-    queries: folders of the user's own .sql queries, added to the query library next to
-    $TRACEQL_QUERIES (see traceql.library). Queries read the workspace and nothing else:
-    allow_files=True lets them read and write files of this machine (read_csv, read_parquet,
-    COPY ... TO, ATTACH), see query_config().
-
-    engine='spark': PATH is a Parquet export partitioned by trace (`traceql export --format parquet
-    --partition-by trace`), queried on Apache Spark; the result has query(), report() and
-    summary() as a Workspace has (traceql.spark.SparkWorkspace). spark_master, spark_conf (a dict
-    of Spark settings) and spark_session (a SparkSession of yours) configure it."""
-    if engine == "spark":  # path: a Parquet export partitioned by trace (traceql.parquet, traceql.spark)
-        from traceql.engines.spark import SparkWorkspace
-
-        if write or allow_files:
-            raise UsageError("engine='spark' reads a Parquet export: write and allow_files are for workspaces")
-        return SparkWorkspace(path if path is not None else default_db(), queries=queries, master=spark_master,
-                              conf=spark_conf, session=spark_session)
-    if engine != "duckdb":
-        raise UsageError(f"engine {engine!r}: 'duckdb' (a workspace) or 'spark' (a Parquet export)")
-    return Workspace(path if path is not None else default_db(), write=write, queries=queries, on_wait=on_wait,
-                     allow_files=allow_files)
-
-
 def query_config(allow_files: bool = False) -> dict:
     """DuckDB settings of a workspace connection. A query, a view stored in a workspace someone
     sent, a query of a shared folder: none may read or write a file of this machine or reach the
@@ -67,9 +40,11 @@ def query_config(allow_files: bool = False) -> dict:
             "autoload_known_extensions": False, "allow_community_extensions": False}
 
 
-class Workspace:
-    """A traceql workspace, read-only unless opened with write=True. Every query returns a
-    pyarrow.Table: .to_pandas() with pandas installed, polars.from_arrow() for polars."""
+class WorkspaceFile:
+    """A workspace file, read-only unless opened with write=True: its connection, the derived
+    tables built on first use, checked SQL, the query library and reports (every query returns a
+    pyarrow.Table). traceql.api.Workspace, what traceql.open returns, adds what the layers above
+    the store make of it: analyze, exports, timelines, plots."""
 
     def __init__(self, path: str | os.PathLike, write: bool = False, queries=(), on_wait=None,
                  allow_files: bool = False):
@@ -80,7 +55,7 @@ class Workspace:
                                                   else queries or ()))
         self._catalog = None
         self._on_wait = on_wait
-        self._pending: dict[str, list[int]] = {}  # deferred families not built (traceql.derivation)
+        self._pending: dict[str, list[int]] = {}  # deferred families not built (traceql.derive.derivation)
         self._private: Path | None = None  # a copy holding families derived for this read-only workspace
         self.notes: list[str] = []  # what the user should know about this session (a private copy)
         self.on_connect: list = []  # called with each new connection (ensure() reconnects)
@@ -106,7 +81,7 @@ class Workspace:
 
     def _connect(self) -> set[str]:
         """Open self.con; the names of the workspace's tables. A workspace whose macros shadow
-        DuckDB's built-ins is refused (traceql.guard); opened to write, it is checked when the
+        DuckDB's built-ins is refused (traceql.store.guard); opened to write, it is checked when the
         statements end (sql()), so that `sql --write 'DROP MACRO ...'` can remove them."""
         from traceql.store import guard
 
@@ -147,7 +122,7 @@ class Workspace:
             hook(self.con)
         return tables
 
-    # -- derived tables built on first use (traceql.derivation) ---------------------------
+    # -- derived tables built on first use (traceql.derive.derivation) ---------------------------
     def ensure(self, sql: str | None = None) -> None:
         """Build the families of derived tables that SQL reads (every family when SQL is None)
         for the traces that lack them, and keep them in the workspace: under the workspace lock,
@@ -161,7 +136,8 @@ class Workspace:
         wanted = set(self._pending) if sql is None else derivation.read_by(sql) & set(self._pending)
         if not wanted:
             return
-        from traceql.store.ingest import build_families, check_writable, writing_copy
+        from traceql.store.load import build_families
+        from traceql.store.transaction import check_writable, writing_copy
 
         self.con.close()
         try:
@@ -192,7 +168,8 @@ class Workspace:
         import tempfile
 
         from traceql.derive import derivation
-        from traceql.store.ingest import build_families, configure
+        from traceql.core.settings import configure
+        from traceql.store.load import build_families
 
         if self._private is None:
             folder = Path(tempfile.mkdtemp(prefix="traceql-"))
@@ -246,11 +223,11 @@ class Workspace:
         The query is parsed first: a syntax error, an unknown view or column (with the
         closest names), a missing parameter, and, unless the workspace was opened with
         write=True, any statement that is not a query are refused with a UsageError
-        (traceql.sqlcheck). params: a dict for $name placeholders, or a list for ?
+        (traceql.query.sqlcheck). params: a dict for $name placeholders, or a list for ?
         placeholders; DuckDB binds the values. dialect: 'sqlite', 'postgres', 'spark',
-        ... to translate from (traceql.dialects); DuckDB's own by default. Columns keep
+        ... to translate from (traceql.query.dialects); DuckDB's own by default. Columns keep
         every name (a repeated one as name_1, ...) and integer sums that fit in 64 bits are
-        int64 (traceql.results). batches: a pyarrow.RecordBatchReader that reads the rows as
+        int64 (traceql.core.results). batches: a pyarrow.RecordBatchReader that reads the rows as
         they are consumed, for results too large to hold (read it before closing)."""
         from traceql.core.results import tidy, tidy_reader
 
@@ -279,7 +256,7 @@ class Workspace:
         """Run a script that changes the workspace as one transaction: it changes everything or,
         when a statement fails (or Ctrl-C), nothing. The reports stored at ingest, which could
         disagree with what it changed, are dropped in the same transaction, and it is refused
-        (nothing changed) when it leaves a macro that shadows a DuckDB built-in (traceql.guard)."""
+        (nothing changed) when it leaves a macro that shadows a DuckDB built-in (traceql.store.guard)."""
         from traceql.store import guard, stored
         from traceql.core.results import tidy
 
@@ -316,7 +293,7 @@ class Workspace:
     def _plain_select(self, query, dialect, params):
         """The result of QUERY when DuckDB's parser reads it as one SELECT without parameters
         (in DuckDB's dialect, on a read-only workspace) and it runs: the statement that
-        traceql.sqlcheck's last check (step 6) would let through, run without loading sqlglot
+        traceql.query.sqlcheck's last check (step 6) would let through, run without loading sqlglot
         (0.1-0.2 s of every `traceql sql`). None otherwise: any other text, and a query that
         fails, go through the full checks, which explain an unknown view or column."""
         if self.write or params or dialect not in (None, "duckdb") or not isinstance(query, str):
@@ -414,14 +391,13 @@ class Workspace:
         self.check_trace(trace_id)
         return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
 
-    def analyze(self, rules=None, trace_id: int | None = None, **params):
-        """What `traceql analyze` finds: a traceql.analyze.Analysis (findings, one row per trace and
-        rule ranked by recoverable time; evidence, the rows of each rule). rules: names of rules
-        (queries/analyze/<rule>.sql) to run, default all; params: rule parameters such as
-        min_gap_ns=500000, given to every rule that declares them."""
-        from traceql.analysis.analyze import analyze
+    def stored_report(self, by: str, q, bound: dict, limit: int | None = None) -> pa.Table | None:
+        """The rows ingest stored for report BY with these bound parameters, when they answer it
+        (traceql.store.stored); None otherwise. reports.run_report asks its workspace for them, so
+        that the query layer needs nothing of the store."""
+        from traceql.store import stored
 
-        return analyze(self, rules, trace_id=trace_id, params=params)
+        return stored.load(self.con, by, q, bound, limit=limit)
 
     def traces(self) -> pa.Table:
         return self.sql("SELECT * FROM trace ORDER BY trace_id")
@@ -450,7 +426,7 @@ class Workspace:
                                    "world_size_source FROM trace WHERE trace_id = ?", [tid])
             row.update(zip([d[0] for d in cur.description], (str(v) if isinstance(v, str) else v
                                                               for v in cur.fetchone())))
-            from traceql.outputs.render import warning_text
+            from traceql.store.ingest_warnings import warning_text
 
             c = row["counts"]
             totals = {"gpu_op": c["kernel"] + c["memcpy"] + c["memset"], "kernel": c["kernel"],
@@ -461,143 +437,8 @@ class Workspace:
             out.append(row)
         return out
 
-    # -- export ----------------------------------------------------------------------
-    def export(self, out_dir: str | os.PathLike, fmt: str = "parquet", trace_id: int | None = None,
-               per_trace: bool = False, overwrite: bool = False, progress=None, partition_by: str | None = None,
-               trace_id_offset: int = 0) -> list[Path]:
-        """Write every contract view as one file (csv or parquet) into out_dir, for all
-        traces together, one trace (trace_id) or one sub-folder per trace (per_trace).
-        progress: a traceql.progress.Progress told about each file. partition_by='trace': Parquet
-        partitioned by trace, Hive-style, with a manifest (traceql.parquet; Spark reads it),
-        trace ids shifted by trace_id_offset."""
-        from traceql.core.progress import as_progress
-
-        progress = as_progress(progress)
-        self.ensure()  # every view is written
-        if fmt not in ("csv", "parquet"):
-            raise UsageError(f"--format {fmt}: export writes csv or parquet")
-        self.check_trace(trace_id)
-        if partition_by is not None or trace_id_offset:
-            if partition_by != "trace" or fmt != "parquet" or per_trace:
-                raise UsageError("--partition-by trace (and --trace-id-offset) write Parquet partitioned by trace; "
-                                 "--per-trace and csv are the other layouts")
-            from traceql.outputs.parquet import write
-
-            return write(self.con, out_dir, self.trace_ids() if trace_id is None else [trace_id],
-                         trace_id_offset=trace_id_offset, overwrite=overwrite, progress=progress)
-        out_dir = Path(out_dir)
-        ids = self.trace_ids() if trace_id is None else [trace_id]
-        jobs = []
-        for view in CONTRACT_TABLES + CONTRACT_VIEWS:
-            if per_trace:
-                jobs += [(out_dir / f"trace_{t}" / f"{view}.{fmt}", view, t) for t in ids]
-            else:
-                jobs.append((out_dir / f"{view}.{fmt}", view, trace_id))
-        from traceql.store.guard import check_not_workspace
-
-        for target, _, _ in jobs:
-            check_not_workspace(target, self.path)
-        existing = [p for p, _, _ in jobs if p.exists()]
-        if existing and not overwrite:
-            raise UsageError(f"{existing[0]}: exists; use --overwrite to replace the files in {out_dir}")
-        written = []
-        progress.start(f"writing {out_dir}", len(jobs))
-        for target, view, tid in jobs:
-            progress.update(len(written), detail=str(target.relative_to(out_dir)))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            order = ROW_ORDER[view]
-            if tid is None:
-                reader = self.con.execute(f"SELECT * FROM {view} ORDER BY {order}").to_arrow_reader()
-            else:
-                reader = self.con.execute(
-                    f"SELECT * FROM {view} WHERE trace_id = ? ORDER BY {order}", [tid]).to_arrow_reader()
-            _write_stream(reader, target, fmt)
-            written.append(target)
-        progress.update(len(written), detail="done")
-        return written
-
-    def export_perfetto(self, output: str | os.PathLike, trace_id: int | None = None, start=None, end=None,
-                        overwrite: bool = False, progress=None, align_clocks: bool = False):
-        """Write a Chrome trace event JSON timeline for ui.perfetto.dev and chrome://tracing: one
-        trace (trace_id, or the workspace's only one; traceql.timeline.export_perfetto), or
-        every trace of the workspace on one UTC axis, each a process group, with align_clocks
-        each host's estimated skew taken off (traceql.job_timeline). start and end: a window."""
-        from traceql.store.guard import check_not_workspace
-
-        check_not_workspace(output, self.path)
-        ids = self.trace_ids()
-        if trace_id is None and len(ids) > 1:
-            from traceql.outputs.job_timeline import export_job_perfetto
-
-            return export_job_perfetto(self, output, ids, start=start, end=end, overwrite=overwrite,
-                                       align_clocks=align_clocks, progress=progress)
-        if align_clocks:
-            raise UsageError("--align-clocks lines up the clocks of several traces; this timeline shows one")
-        from traceql.outputs.timeline import export_perfetto
-
-        return export_perfetto(self, output, trace_id=trace_id, start=start, end=end, overwrite=overwrite,
-                               progress=progress)
-
-    def export_folded(self, output: str | os.PathLike, trace_id: int | None = None, overwrite: bool = False) -> int:
-        """Write the kernels' call stacks in the folded format of flame graphs ('frame;frame;kernel
-        ns' per line, see traceql.callstacks.folded); the number of lines written."""
-        from traceql.derive.callstacks import write_folded
-        from traceql.store.guard import check_not_workspace
-
-        check_not_workspace(output, self.path)
-        self.check_trace(trace_id)
-        return write_folded(self, output, trace_id=trace_id, overwrite=overwrite)
-
-    def plot(self, by: str = "range", output: str | os.PathLike | None = None, **options):
-        """A bar chart of a report as a matplotlib Figure, written to `output` (.png, .svg,
-        .pdf) when given (see traceql.plot.plot for the options)."""
-        from traceql.outputs.plot import plot
-
-        if output is not None:
-            from traceql.store.guard import check_not_workspace
-
-            check_not_workspace(output, self.path)
-        return plot(self, by, output, **options)
-
 
 def _internal(exc: BaseException) -> bool:
     """A DuckDB internal error that a statement caused, not a damaged file (checksums, 'corrupt')."""
     return type(exc).__name__ in ("InternalException", "FatalException") and \
         not re.search(r"corrupt|checksum", str(exc), re.I)
-
-
-def one_line_error(message: str) -> str:
-    """DuckDB's multi-line error as one line: the message, DuckDB's suggestions, and the
-    line and column its caret points at."""
-    lines = [ln for ln in message.strip().splitlines()]
-    out = lines[0].strip() if lines else message
-    for i, ln in enumerate(lines):
-        m = re.match(r"LINE (\d+): ", ln)
-        if m and i + 1 < len(lines) and lines[i + 1].strip() == "^":
-            column = lines[i + 1].index("^") - len(m.group(0)) + 1
-            out += f" (line {m.group(1)}, column {column})"
-        elif ln.startswith("Candidate bindings:") or ln.startswith("Did you mean"):
-            out += "; " + ln.strip()
-    return out
-
-
-def _write_stream(reader: pa.RecordBatchReader, target: Path, fmt: str) -> None:
-    tmp = target.with_name(target.name + ".part")
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            with pq.ParquetWriter(tmp, reader.schema) as writer:
-                for batch in reader:
-                    writer.write_batch(batch)
-        else:
-            import pyarrow.csv as pacsv
-
-            with pacsv.CSVWriter(tmp, reader.schema) as writer:
-                for batch in reader:
-                    writer.write_batch(batch)
-        os.replace(tmp, target)
-    except BaseException:  # a full disk, Ctrl-C: no partial file left behind
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise

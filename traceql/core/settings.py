@@ -1,0 +1,101 @@
+"""Settings of traceql's DuckDB work that several layers read: the memory limit
+(TRACEQL_MEMORY_LIMIT) and an ingest connection's configuration, the cores a process may use, and the
+depth below which NVTX ranges hold no GPU work (NVTX_DEPTH_CAP)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import duckdb
+
+from traceql.core.errors import UsageError, WorkspaceError
+from traceql.core.faults import first_line
+
+
+DEFAULT_MEMORY_LIMIT = "3GB"  # DuckDB buffer pool; spills beyond it (TRACEQL_MEMORY_LIMIT to change)
+BLOCK_ALLOCATOR_MEMORY = "1.5GB"  # with the default limit: freed blocks kept for reuse (configure)
+
+
+# NVTX ranges nested this deep or deeper (depth >= the cap) hold no GPU work in op_range and get
+# a shortened path: stacks 20,000 deep would otherwise cost memory quadratic in the depth.
+# Counted in ingest_stats ('nvtx_range.beyond_depth_cap'). Real traces stay below 30.
+NVTX_DEPTH_CAP = 64
+
+
+_MEMORY_SIZE = re.compile(r"\s*\d+(\.\d+)?\s*(B|[KMGT]i?B|%)?\s*", re.I)
+
+
+def memory_limit() -> str:
+    """TRACEQL_MEMORY_LIMIT, checked (a number and a unit, bound as a parameter, never SQL
+    text), else DEFAULT_MEMORY_LIMIT."""
+    limit = os.environ.get("TRACEQL_MEMORY_LIMIT")
+    if limit is None or not limit.strip():
+        return DEFAULT_MEMORY_LIMIT
+    if not _MEMORY_SIZE.fullmatch(limit):
+        raise UsageError(f"TRACEQL_MEMORY_LIMIT={limit}: not a memory size (a number and a unit: 3GB, 500MB, 80%)")
+    if limit.strip().endswith("%"):  # DuckDB takes no percentage: of this machine's memory, in bytes
+        return f"{limit_bytes(limit)}B"
+    return limit.strip()
+
+
+def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path | None, share: str | None = None,
+              threads: int | None = None) -> None:
+    """Settings of an ingest's connection. share and threads: a worker process's part of the
+    memory limit and of the cores (traceql.store.parallel), instead of all of them. temp_dir: where
+    DuckDB spills, None when the connection was opened with it (traceql.store.guard.connect)."""
+    limit = os.environ.get("TRACEQL_MEMORY_LIMIT", "").strip()
+    try:
+        con.execute("SET memory_limit = ?", [share or memory_limit()])
+    except duckdb.OutOfMemoryException as exc:  # a size, but less than DuckDB needs (exit 5, as out of memory)
+        raise WorkspaceError(f"TRACEQL_MEMORY_LIMIT={limit}: too small for DuckDB to work in ({first_line(exc)})") from None
+    except duckdb.Error as exc:
+        raise UsageError(f"TRACEQL_MEMORY_LIMIT={limit}: not a memory size DuckDB takes ({first_line(exc)})") from None
+    if threads is not None:
+        con.execute("SET threads = ?", [threads])
+    if not limit and share is None:
+        # Keep up to half the default limit of freed blocks for reuse instead of returning them
+        # to the OS and faulting them in again. In four paired ingests of bench's ATTR (16 M
+        # ranges) system time fell from 15-29 s to 12-19 s and wall time by 1.4-12.7 s; the peak
+        # did not grow (L: 3.51 GB against 3.59 GB). As large as the limit, L's peak passed 4 GB.
+        # The memory is this connection's: it is freed when the ingest closes it.
+        con.execute(f"SET block_allocator_memory = '{BLOCK_ALLOCATOR_MEMORY}'")
+    if temp_dir is not None:
+        con.execute("SET temp_directory = ?", [str(temp_dir)])
+    con.execute("SET preserve_insertion_order = false")
+    # DuckDB's own progress bar would print on stdout, into a report's output when a query
+    # builds derived tables (traceql.store.workspace ensure); ingest shows its own progress
+    con.execute("SET enable_progress_bar = false")
+    # DuckDB runs an ASOF join as a nested loop when it expects a small left side; its
+    # estimate is far off for the (call, level) pairs of op_range, which made that quadratic.
+    con.execute("SET asof_loop_join_threshold = 0")
+    # Likewise an inequality join (start/end ranges holding calls) becomes a nested loop or a
+    # piecewise merge join, quadratic, when DuckDB expects one side to be small: always IEJoin.
+    con.execute("SET nested_loop_join_threshold = 0")
+    con.execute("SET merge_join_threshold = 0")
+    con.execute("SET VARIABLE nvtx_depth_cap = ?", [NVTX_DEPTH_CAP])
+
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def limit_bytes(limit: str) -> int:
+    """A memory size as TRACEQL_MEMORY_LIMIT takes it ('3GB', '500MiB', '80%') in bytes; a
+    percentage is of this machine's physical memory, as DuckDB reads it."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B|%)?\s*", limit, re.I)
+    if not m:
+        raise ValueError(limit)
+    number, unit = float(m.group(1)), (m.group(2) or "").upper()
+    if unit == "%":
+        return int(number / 100 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    return int(number * _UNITS[unit])

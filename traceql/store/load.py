@@ -1,0 +1,480 @@
+"""One file into the workspace open on a connection: stage its source tables (traceql.sources),
+run its layout's adapters, fill the contract tables and build the derived families an ingest
+builds (traceql.derive.derivation), the diagnostics, the trace row and the stored reports.
+traceql.store.ingest runs this for each file, in this process or in a worker
+(traceql.store.parallel)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+
+from traceql.core.errors import InputError, WorkspaceError
+from traceql.core.faults import first_line
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema
+from traceql.core.settings import DEFAULT_MEMORY_LIMIT
+from traceql.core.version import __version__
+from traceql.derive import callstacks, derivation
+from traceql.derive.pytorch import load_data, prepare_kernel_op
+from traceql.sources import kineto, ranks
+from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
+from traceql.sources.adapters import prepare as prepare_adapters
+from traceql.sources.detect import Detected
+from traceql.sources.digest import FileDigest
+from traceql.sources.reader import stage
+from traceql.store import contract, stored
+from traceql.store.remove import check_tables
+
+
+# Contract tables filled from an adapter view, with the id column ingest numbers in
+# (ts, source row) order. kernel, memcpy and memset share one id space (gpu_op.op_id).
+ID_TABLES = (("kernel", "kernel_id"), ("memcpy", "memcpy_id"), ("memset", "memset_id"),
+             ("api_call", "api_id"))
+
+
+@dataclass
+class IngestResult:
+    path: Path
+    trace_id: int
+    replaced: bool
+    detected: Detected
+    counts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    identity: ranks.Identity | None = None  # host, rank, local rank, world size and where each came from
+
+    def capture_hint(self) -> str | None:
+        """What a trace without GPU work was probably captured without, for people: None when
+        it holds kernels, copies or memsets."""
+        c = self.counts
+        if any(c.get(v) for v in ("kernel", "memcpy", "memset")):
+            return None
+        fmt = self.detected.source_format
+        if fmt == "kineto":
+            return ("no GPU events (kernels, copies, memsets): was the PyTorch profiler run without "
+                    "ProfilerActivity.CUDA in its activities?")
+        if c.get("api_call"):
+            return ("CUDA API calls but no kernel, copy or memset: the program ran no GPU work while it "
+                    "was profiled")
+        tool = "nsys profile -t cuda,nvtx" if fmt == "nsys" else "nvprof (without --profile-api-trace none)"
+        return (f"no CUDA API calls and no GPU work: the file was captured without CUDA tracing (NVTX or "
+                f"OS tracing only?); `{tool}` records kernels, copies and memsets")
+
+
+def existing_objects(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The tables and views of the workspace open on con."""
+    return {r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database()").fetchall()}
+
+
+def create_contract(con: duckdb.DuckDBPyConnection, db: Path | None = None) -> None:
+    """Create the contract tables and views in a new workspace. An existing workspace must be
+    of this traceql's contract version (traceql.store.contract): ingest never changes the rows of an
+    older one under rules they were not computed with; `traceql upgrade` does that."""
+    existing = existing_objects(con)
+    if "trace" in existing:
+        contract.check(con, db)
+    for name in CONTRACT_TABLES:
+        if name not in existing:
+            con.execute(read_schema(f"contract/{name}.sql"))
+    check_tables(con, db)  # a contract table turned into a view or lacking columns: before the views read them
+    for name in CONTRACT_VIEWS:  # made again: a view changed with sql --write would feed traceql's own SQL
+        con.execute(re.sub(r"\bCREATE VIEW\b", "CREATE OR REPLACE VIEW", read_schema(f"contract/{name}.sql"), count=1))
+    derivation.create_record(con)  # the traces of a workspace from before it hold every family
+
+
+@contextlib.contextmanager
+def errors_of(path: Path):
+    """Errors while ingesting one file, as one-line traceql errors naming it.
+
+    A damaged export can fail deep inside DuckDB or sqlite3: values that do not fit the
+    contract (an end of 2**63-1, a device id beyond INT32), a NULL where a contract column
+    needs a value, a page that is corrupt. Those are input errors. Running out of memory
+    or disk is a workspace (environment) error. Anything else is a bug and stays internal."""
+    try:
+        yield
+    except (duckdb.DataError, duckdb.IntegrityError) as exc:
+        raise InputError(f"{path}: holds values traceql cannot store ({first_line(exc)}); "
+                         "if the export is unmodified, please report this with --debug output") from None
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path}: damaged SQLite database ({exc})") from None
+    except UnicodeDecodeError as exc:
+        if path.suffix.lower() in (".json", ".gz"):
+            raise InputError(f"{path}: text that is not valid UTF-8 ({exc.reason}, byte {exc.start} of a string)") from None
+        raise InputError(f"{path}: damaged SQLite database (an error names undecodable bytes)") from None
+    except duckdb.OutOfMemoryException as exc:
+        raise WorkspaceError(
+            f"{path}: out of memory while ingesting ({first_line(exc)}); TRACEQL_MEMORY_LIMIT sets the limit, "
+            f"now {os.environ.get('TRACEQL_MEMORY_LIMIT', DEFAULT_MEMORY_LIMIT)}") from None
+    except OSError as exc:
+        if exc.filename is not None and Path(exc.filename).resolve() == path.resolve():
+            raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise
+
+
+def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: dict | None = None,
+                assigned: tuple[int, bool] | None = None) -> IngestResult:
+    """Ingest one file into the workspace on con. user: the --rank and --host given (ranks.resolve).
+    assigned: (trace id, replaced) chosen by the caller (a worker process writing a workspace of
+    its own, traceql.store.parallel), instead of looking the path up in con's trace table."""
+    started = time.perf_counter()
+    path = det.path.resolve()
+    # No transaction: the whole ingest writes a temporary copy that replaces the workspace
+    # only when every file succeeded.
+    row = None if assigned is not None else con.execute(
+        "SELECT trace_id FROM trace WHERE path = ?", [str(path)]).fetchone()
+    if assigned is not None:
+        trace_id, replaced = assigned
+    elif row is not None:
+        trace_id, replaced = row[0], True
+        for table in CONTRACT_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
+        stored.delete_trace(con, trace_id)
+        derivation.forget(con, trace_id)
+    else:
+        trace_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM trace").fetchone()[0]
+        replaced = False
+    result = IngestResult(path, trace_id, replaced, det, warnings=list(det.warnings))
+    progress.start(det.path.name)
+    stage_total = [0]
+
+    def staging(table, done, total, rows):
+        stage_total[0] = total
+        read = f"{rows:,} row{'' if rows == 1 else 's'} read"
+        progress.update(done, total + len(FILL_STEPS), f"reading {table} ({read})")
+
+    def deriving(step):
+        steps = stage_total[0] + len(FILL_STEPS)
+        progress.update(steps if step == "done" else stage_total[0] + FILL_STEPS.index(step), steps,
+                        step if step == "done" else f"building {step}")
+
+    hashing = FileDigest(path)  # in a thread, while DuckDB reads the file
+    drop_temp_objects(con)  # the previous file's adapter views and tables (another format may differ)
+    con.execute("ATTACH ':memory:' AS raw")
+    try:
+        if det.source_format == "kineto":  # JSON, not SQLite: traceql/kineto.py stages it
+            report = kineto.stage(con, path, raw_ddl(det.layout), progress=staging, det=det)
+        else:
+            report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging,
+                           source_names=det.source_names)
+        prepare_adapters(con, det.layout)
+        for name in ADAPTER_FILES:
+            con.execute(adapter_sql(det.layout, name))
+        # what needs the source tables, before _fill frees them
+        source_stats = con.execute("SELECT key, value, severity, detail FROM src_stats").fetchall()
+        utc = con.execute("SELECT min(utcEpochNs) FROM raw.TARGET_INFO_SESSION_START_TIME").fetchone()[0]
+        families = ingest_families()
+        _fill(con, trace_id, deriving, families)
+        deriving("diagnostics")
+        ident = result.identity = ranks.identify(det, user)  # after staging: Kineto's members are read then
+        _add_stats(con, trace_id, det, report, result, source_stats + ident.stats, families)
+        _add_trace_row(con, trace_id, det, path, utc, hashing.result(), ident)
+        deriving("stored reports")
+        stored.store(con, trace_id, families=families)
+        derivation.record(con, trace_id, families)
+        deriving("done")
+    finally:
+        con.execute("DETACH raw")
+    for table in CONTRACT_TABLES:
+        if table in ("trace", "ingest_stats"):
+            continue
+        result.counts[table] = con.execute(
+            f"SELECT count(*) FROM {table} WHERE trace_id = ?", [trace_id]).fetchone()[0]
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def drop_temp_objects(con) -> None:
+    for name, kind in con.execute(
+            "SELECT view_name, 'VIEW' FROM duckdb_views() WHERE temporary AND NOT internal "
+            "UNION ALL SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE temporary").fetchall():
+        con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')
+
+
+# Contract tables of what the host waited on, filled from the source (schemas/derive/host.sql).
+HOST_TABLES = ("sync_event", "osrt_call", "profiler_overhead", "gpu_metric")
+
+
+# What _fill and ingest_one tell the progress display after the source tables are read.
+FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "graphs", "host", "call_stack",
+              "nvtx_mark", "nvtx_range", "memory_event", "launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
+              "device_busy", "unattributed_gpu", "op_stack", "diagnostics", "stored reports")
+
+
+def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None, families=None) -> None:
+    offset = 0  # kernel, memcpy and memset share one id space; api_call has its own
+    for table, id_col in ID_TABLES:
+        step(table)
+        if table == "api_call":
+            offset = 0
+        # number the narrow (ts, src_row) keys, then join the wide rows to them: sorting the
+        # rows with their name strings costs twice as much
+        inserted = con.execute(
+            f"INSERT INTO {table} BY NAME "
+            f"SELECT ?::INTEGER AS trace_id, ?::BIGINT + i.n AS {id_col}, s.* EXCLUDE (src_row) "
+            f"FROM src_{table} s "
+            f"JOIN (SELECT src_row, row_number() OVER (ORDER BY ts, src_row) - 1 AS n FROM src_{table}) i "
+            f"  USING (src_row)", [trace_id, offset]).fetchone()[0]
+        offset += inserted
+
+    step("thread and device")
+    con.execute("INSERT INTO thread BY NAME SELECT ?::INTEGER AS trace_id, * FROM src_thread", [trace_id])
+    con.execute("INSERT INTO device BY NAME SELECT ?::INTEGER AS trace_id, * FROM src_device", [trace_id])
+    con.execute(read_schema("derive/device_seen.sql"))
+    con.execute("INSERT INTO device BY NAME SELECT * FROM derived_device_seen WHERE trace_id = ?", [trace_id])
+
+    step("graphs")  # CUDA graph executions and lifecycle events with their API calls (schemas/derive/graph.sql)
+    con.execute("SET VARIABLE trace_id = ?", [trace_id])
+    con.execute(read_schema("derive/graph.sql"))
+    for table in ("graph_exec", "graph_event"):
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
+
+    step("host")  # synchronizations with their API calls, OS runtime calls, profiler overhead, GPU metrics
+    con.execute(read_schema("derive/host.sql"))
+    for table in HOST_TABLES:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
+
+    step("call_stack")  # recorded call stacks: CUDA backtraces, PyTorch profiler Python stacks (traceql.derive.callstacks)
+    callstacks.fill(con, trace_id)
+
+    step("nvtx_mark")
+    con.execute(
+        "INSERT INTO nvtx_mark BY NAME "
+        "SELECT ?::INTEGER AS trace_id, row_number() OVER (ORDER BY ts, src_row) - 1 AS mark_id, "
+        "       pid, tid, ts, name, domain, color, category "
+        "FROM src_nvtx_event WHERE kind = 'mark'", [trace_id])
+
+    step("nvtx_range")
+    # Range ids in (start, end descending) order: sort the narrow keys, then join the wide rows
+    # back; sorting the rows with their name strings costs three times as much.
+    con.execute(
+        "CREATE TABLE raw.nvtx_ids AS "
+        "SELECT src_row, row_number() OVER (ORDER BY ts, end_ts DESC NULLS FIRST, src_row) - 1 AS range_id "
+        "FROM src_nvtx_event WHERE kind = 'range'")
+    con.execute(
+        "CREATE TABLE raw.nvtx_stage AS "
+        "SELECT i.range_id, e.* EXCLUDE (src_row, kind) "
+        "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row")
+    # allocations and frees, placed in ranges once nvtx_range holds them (schemas/derive/memory_event.sql)
+    con.execute("CREATE TABLE raw.memory_stage AS SELECT * FROM src_memory_event")
+    free_staging(con, keep=("nvtx_stage", "memory_stage"))  # every source table has been read: memory for the rest
+    con.execute(read_schema("derive/group_name.sql"))  # the macro nvtx_range.sql uses
+    con.execute(read_schema("derive/nvtx_range.sql"))
+    con.execute("INSERT INTO nvtx_range BY NAME SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range",
+                [trace_id])
+    free_staging(con, keep=("memory_stage",))
+
+    step("memory_event")
+    con.execute("SET VARIABLE trace_id = ?", [trace_id])
+    con.execute(read_schema("derive/memory_event.sql"))
+    con.execute("INSERT INTO memory_event BY NAME SELECT * FROM derived_memory_event")
+    free_staging(con)
+
+    derive(con, trace_id, step, families)
+
+
+# The contract tables computed from other contract tables alone, in order (schemas/derive/graph.csv):
+# launching calls, enclosing ranges, per-range GPU work, PyTorch ops and their kernels with FLOPs
+# and bytes (traceql/pytorch.py), GPU peaks, busy time, the unattributed totals.
+DERIVED_TABLES = derivation.tables()
+
+
+def ingest_families() -> set[str]:
+    """The families of derived tables an ingest builds (traceql.derive.derivation): the ingest family,
+    every family with TRACEQL_DERIVE=eager or full, and with FLOPs plug-ins in effect (--flops,
+    $TRACEQL_FLOPS, entry points) the PyTorch family too: kernel_op is costed with the plug-ins
+    of the ingest, not with whatever is in effect when it is first read."""
+    from traceql.derive import flops_plugins
+
+    if derivation.mode() != "lazy":
+        return set(derivation.families())
+    if flops_plugins.active().plugins:
+        return derivation.requires("pytorch")
+    return {derivation.INGEST}
+
+
+def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None, families=None) -> list[str]:
+    """Fill the derived tables of FAMILIES (traceql.derive.derivation; default: every family) for trace
+    TRACE_ID from its contract rows (ingest; traceql upgrade when a trace's source file is gone;
+    a workspace's first query of a family). Needs the raw staging catalog attached. A step whose
+    inputs hold no row of the trace is skipped (not with TRACEQL_DERIVE=full). Returns the
+    tables computed."""
+    con.execute("SET VARIABLE trace_id = ?", [trace_id])
+    full = derivation.mode() == "full"
+    done = []
+    for s in derivation.graph():
+        if families is not None and s.family not in families:
+            continue
+        table = s.table
+        step(table)
+        if s.needs_any and not full and not any(con.execute(f"SELECT EXISTS (SELECT 1 FROM {t} WHERE trace_id = ?)",
+                                            [trace_id]).fetchone()[0] for t in s.needs_any):
+            continue
+        if table == "kernel_op":
+            prepare_kernel_op(con)
+        elif table == "device_peak":  # the GPU tables of schemas/torch/
+            load_data(con)
+        sql = read_schema(f"derive/{table}.sql")
+        if table == "op_stack":  # also (re)writes the PyProf stacks of call_stack
+            sql = callstacks.inline(sql)
+        con.execute(sql)
+        if table == "launch":  # the plain join when no two calls share a key (schemas/derive/launch.sql)
+            shared = con.execute("SELECT keys FROM launch_shared_keys").fetchone()[0]
+            con.execute(f"INSERT INTO launch BY NAME SELECT * FROM {'derived_launch' if shared else 'derived_launch_first'}")
+        else:
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
+        done.append(table)
+        free_staging(con)
+    return done
+
+
+def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str]]:
+    """Build the deferred families WANTED (with the families they need) for every trace of the
+    workspace on CON that lacks them: their tables, their diagnostics (ingest_stats) and the
+    stored reports that read them; recorded in derived_family. Run on a writing copy under the
+    workspace lock (traceql.store.workspace): what another process built meanwhile is not built again.
+    Returns trace id -> the families built for it."""
+    from traceql.derive.pytorch import plugin_stats
+
+    need = set()
+    for f in wanted:
+        need |= derivation.requires(f)
+    built: dict[int, list[str]] = {}
+    missing = derivation.pending(con)
+    traces = sorted({t for f, ids in missing.items() if f in need for t in ids})
+    if not traces:
+        return built
+    con.execute("ATTACH ':memory:' AS raw")
+    try:
+        for trace_id in traces:
+            have = [f for f in derivation.families() if trace_id not in missing.get(f, ())]
+            new = [f for f in derivation.ordered(need) if trace_id in missing.get(f, ())]
+            _forget_rows(con, trace_id, new)
+            derive(con, trace_id, families=set(new))
+            stats_sql = derivation.stats_sql(new, have + new)
+            rows = [] if stats_sql is None else con.execute(
+                f"SELECT * FROM ({stats_sql}) AS s(trace_id, key, value, severity, detail) WHERE trace_id = ?",
+                [trace_id]).fetchall()
+            if "pytorch" in new:
+                rows += [(trace_id, k, v, sv, d) for k, v, sv, d in plugin_stats()]
+            if rows:  # a key recorded before (the family's rows were there, derived_family did not say so)
+                con.executemany("DELETE FROM ingest_stats WHERE trace_id = ? AND key = ?",
+                                sorted({(trace_id, r[1]) for r in rows}))
+                con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)", rows)
+            stored.store(con, trace_id, families=have + new, only_new=new)
+            derivation.record(con, trace_id, new)
+            built[trace_id] = new
+    finally:
+        drop_temp_objects(con)
+        con.execute("DETACH raw")
+    return built
+
+
+def _forget_rows(con: duckdb.DuckDBPyConnection, trace_id: int, families) -> None:
+    """Delete the trace's rows from the tables of FAMILIES before they are built: rows that a
+    workspace holds although derived_family does not list the family (its rows deleted by
+    `sql --write`) would otherwise be counted twice."""
+    present = {n for (n,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                                         "current_database() AND schema_name = 'main'").fetchall()}
+    for step in derivation.graph():
+        if step.family in families and step.table in present:
+            con.execute(f'DELETE FROM "{step.table}" WHERE trace_id = ?', [trace_id])
+
+
+def free_staging(con: duckdb.DuckDBPyConnection, keep: tuple[str, ...] = ()) -> None:
+    """Drop the tables of the staging catalog (raw) but `keep`: the source tables once the
+    contract tables hold their rows, and each derivation's intermediate tables once it is done."""
+    for (name,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'raw'").fetchall():
+        if name not in keep:
+            con.execute(f'DROP TABLE raw."{name}"')
+
+
+def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, source_stats,
+               families=None) -> None:
+    """ingest_stats rows of the trace: the source's, the reader's and those of schemas/derive/stats.sql
+    that read no family left for later (FAMILIES: those built; default all; see build_families)."""
+    rows = [("source.reader", None, "info", f"source tables read with {report.reader}")]
+    if det.exported_from is not None:
+        rows.append(("source.exported_from", None, "info",
+                     f"the SQLite export of the Nsight Systems report {det.exported_from}, written by nsys export"))
+    for table, reason in report.fallback_tables.items():
+        rows.append((f"source.read_with_sqlite3.{table}", report.rows.get(table), "warning",
+                     f"{table} could not be read with sqlite_scanner ({reason}); read with Python sqlite3"))
+    for table, n in report.duplicate_keys.items():
+        rows.append((f"source.duplicate_keys.{table}", n, "warning",
+                     f"{table} repeats ids its schema declares unique (a damaged or edited export): "
+                     "the first row of each id was kept"))
+    if report.missing_tables:
+        rows.append(("source.tables_absent", len(report.missing_tables), "info",
+                     "tables not in this export (lazy export or older layout), read as empty: "
+                     + ", ".join(sorted(report.missing_tables))))
+    rows += report.absent_essentials()
+    for warning in det.warnings:
+        rows.append(("schema.version_newer_than_known" if "newer" in warning else "schema.note",
+                     None, "warning", warning))
+    rows += source_stats
+    from traceql.derive.pytorch import plugin_stats
+
+    later = set(derivation.families()) - set(families if families is not None else derivation.families())
+    if "pytorch" not in later:
+        rows += plugin_stats()  # FLOPs plug-ins that raised (traceql.derive.flops_plugins)
+    con.execute(read_schema("derive/stats.sql"))
+    rows += con.execute("SELECT key, value, severity, detail FROM derived_stats WHERE trace_id = ? "
+                        "AND NOT list_contains(?::VARCHAR[], key)",
+                        [trace_id, sorted(derivation.stat_keys(later))]).fetchall()
+    con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)",
+                    [(trace_id, k, v, s, d) for k, v, s, d in rows])
+    from traceql.store.ingest_warnings import warning_text
+
+    totals = dict(zip(("gpu_op", "kernel", "api_call", "nvtx_range"), con.execute(
+        "SELECT (SELECT count(*) FROM gpu_op WHERE trace_id = $t), (SELECT count(*) FROM kernel WHERE trace_id = $t), "
+        "(SELECT count(*) FROM api_call WHERE trace_id = $t), (SELECT count(*) FROM nvtx_range WHERE trace_id = $t)",
+        {"t": trace_id}).fetchone()))
+    texts = [warning_text(k, v, d, totals) for k, v, s, d in rows if s == "warning"]
+    result.warnings += [t for i, t in enumerate(texts) if t not in result.warnings and t not in texts[:i]]
+
+
+def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | None, sha256: str | None,
+                   ident: ranks.Identity) -> None:
+    meta = det.metadata
+    normalize = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or meta.get("EXPORT_TIME_NORMALIZE") or "").lower()
+    shift = meta.get("EXPORT_CONFIG_TIME_SHIFT") or meta.get("EXPORT_PARAM_TIME_SHIFT") or "0"
+    try:
+        shift = int(shift)
+    except ValueError:
+        shift = 0
+    con.execute(read_schema("derive/trace_span.sql"))
+    start_ts, end_ts = con.execute(
+        "SELECT start_ts, end_ts FROM derived_trace_span WHERE trace_id = ?", [trace_id]).fetchone() or (None, None)
+    if normalize == "true" or (not normalize and start_ts is not None and start_ts > 10**17):
+        clock, offset = "epoch", 0
+    else:
+        clock = "session"
+        offset = None if utc is None else utc - shift
+    con.execute(
+        "INSERT INTO trace BY NAME SELECT "
+        "?::INTEGER AS trace_id, ? AS path, ?::BIGINT AS file_size, ? AS file_sha256, ? AS source_format, "
+        "? AS exporter_version, ? AS schema_version, ? AS layout, "
+        "? AS host, ? AS host_source, ?::INTEGER AS rank, ? AS rank_source, "
+        "?::INTEGER AS local_rank, ? AS local_rank_source, ?::INTEGER AS world_size, ? AS world_size_source, "
+        "? AS clock, ?::BIGINT AS start_utc_ns, ?::BIGINT AS utc_offset_ns, ?::BIGINT AS start_ts, "
+        "?::BIGINT AS end_ts, ?::BIGINT - ?::BIGINT AS duration, "
+        "?::TIMESTAMP AS ingested_at, ? AS traceql_version, ? AS driver_version, ? AS cuda_driver_version, "
+        "? AS cuda_runtime_version, ? AS torch_version",
+        [trace_id, str(path), path.stat().st_size, sha256, det.source_format, det.exporter_version,
+         det.schema_version, det.layout, *(f(name) for name in ranks.FIELDS for f in (ident.value, ident.source)),
+         clock, utc, offset,
+         start_ts, end_ts, end_ts, start_ts,
+         datetime.now(timezone.utc).replace(tzinfo=None), __version__,
+         *(det.versions.get(k) for k in ("driver_version", "cuda_driver_version", "cuda_runtime_version",
+                                         "torch_version"))])
