@@ -21,7 +21,7 @@ def test_wheel_ships_every_schema_and_query_file(tmp_path):
     assert expected and expected <= names, sorted(expected - names)
     # every module of every layer's subpackage (traceql/core, traceql/store, ..., traceql/cli)
     modules = {p.relative_to(REPO).as_posix() for p in (REPO / "traceql").rglob("*.py")}
-    assert "traceql/cli/app.py" in modules and modules <= names, sorted(modules - names)
+    assert "traceql/cli/main.py" in modules and modules <= names, sorted(modules - names)
     assert "traceql/engines/log4j2-traceql.properties" in names  # --engine spark's driver logging
 
 

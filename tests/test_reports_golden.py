@@ -13,7 +13,7 @@ import pytest
 import traceql
 from fixtures.gen_nsys import generate
 from traceql.query import library
-from traceql.cli import emit
+from traceql.cli.output import emit
 from traceql.core.errors import UsageError
 from traceql.outputs.render import render_summary
 from traceql.query.reports import REPORTS, report_columns, report_query

@@ -43,10 +43,10 @@ class Tool:
 
 
 def _jsonable(rows: list[dict]) -> list[dict]:
-    """Rows as JSON values: exact integers for integral decimals, text for times (render._json_value)."""
-    from traceql.outputs.render import _json_value
+    """Rows as JSON values: exact integers for integral decimals, text for times (render.json_value)."""
+    from traceql.outputs.render import json_value
 
-    return json.loads(json.dumps(rows, default=_json_value))
+    return json.loads(json.dumps(rows, default=json_value))
 
 
 def _result(table, note: str | None = None, row_count: int | None = None) -> dict:

@@ -1,3 +1,3 @@
-from traceql.cli.app import main
+from traceql.cli.main import main
 
 main()

@@ -513,7 +513,7 @@ def write_table(data, out, width: int | None = None, transform=None, footer: boo
         note = f"{count:,} row{'s' if count != 1 else ''}"
         if layout.shortened:
             note += f"; long names shortened to fit {width} columns (--wide prints them whole)"
-        for line in _fill(note, width, "").splitlines():
+        for line in fill(note, width, "").splitlines():
             out.write(style.dim(line) + "\n")
     return count
 
@@ -536,7 +536,7 @@ class _Style:
 
 # ------------------------------------------------------------------------------ formats
 
-def _json_value(value):
+def json_value(value):
     """What json cannot write by itself: exact integers for integral decimals (sums
     beyond 64 bits), floats for other decimals, text for times and the rest."""
     from decimal import Decimal
@@ -583,7 +583,7 @@ def _render(data, fmt, out, width, wide, transform) -> None:
         for batch in _chunks(data):
             names = batch.column_names
             for row in zip(*(col.to_pylist() for col in batch.columns)):
-                text = json.dumps(dict(zip(names, row)), default=_json_value, indent=1)
+                text = json.dumps(dict(zip(names, row)), default=json_value, indent=1)
                 out.write(("[\n" if first else ",\n") + " " + text.replace("\n", "\n "))
                 first = False
         out.write("[]\n" if first else "\n]\n")
@@ -751,7 +751,7 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
     if fmt == "json":
         doc = {"traces": summary.traces.to_pylist(), "gpus": summary.gpus.to_pylist(),
                "rows": summary.rows.to_pylist()}
-        out.write(json.dumps(doc, default=_json_value, indent=1) + "\n")
+        out.write(json.dumps(doc, default=json_value, indent=1) + "\n")
         return
     if fmt == "table" and width is None:
         width = terminal_width(out, wide)
@@ -774,7 +774,7 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
                 ("GPU activities", "all GPU activities (kernels, copies, memsets, graph executions)"),
                 ("API calls", "all CUDA API calls")):
             part = [r for r in mine if r["section"] == section]
-            out.write("\n" + _fill(f"{section} (Time(%) = share of the summed time of {what}, not of wall time):",
+            out.write("\n" + fill(f"{section} (Time(%) = share of the summed time of {what}, not of wall time):",
                                    width, "") + "\n")
             if fmt == "markdown":
                 _markdown_section(part, out, unit)
@@ -782,7 +782,7 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
                 _text_section(part, out, unit, width)
 
 
-def _fill(text: str, width: int | None, indent: str) -> str:
+def fill(text: str, width: int | None, indent: str) -> str:
     """text wrapped to width, continuation lines indented two more than `indent`."""
     if width is None or text_width(text) <= width:
         return text
@@ -817,12 +817,12 @@ def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
     head, path = f"trace {t['trace_id']}: ", clean_text(t["path"])
     if width is not None and text_width(head + path) > width:  # the file's name kept, the middle of its folder cut
         path = shorten_middle(path, width - text_width(head))
-    out.write(_fill(f"{head}{path} ({version})", width, "") + "\n")
+    out.write(fill(f"{head}{path} ({version})", width, "") + "\n")
     if t["span_ns"] is None:
         out.write(f"{bullet}span: none (no event with a time)\n")
     else:
         span = summary_time(t["span_ns"], unit) + (f" {unit}" if unit else "")
-        out.write(_fill(f"{bullet}span: {span} from the first to the last event of any kind", width, bullet) + "\n")
+        out.write(fill(f"{bullet}span: {span} from the first to the last event of any kind", width, bullet) + "\n")
     if not gpus:
         out.write(f"{bullet}GPUs: none recorded\n")
     idle = [g for g in gpus if not g["ops"]]
@@ -831,7 +831,7 @@ def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
     for g in gpus:
         busy = summary_time(g["busy_ns"], unit) + (f" {unit}" if unit else "")
         pct = "-" if g["busy_pct"] is None else f"{g['busy_pct']:.2f}%"
-        out.write(_fill(f"{bullet}GPU {g['device_id']} {clean_text(g['device'] or '(name not recorded)')}: busy {busy} = {pct} "
+        out.write(fill(f"{bullet}GPU {g['device_id']} {clean_text(g['device'] or '(name not recorded)')}: busy {busy} = {pct} "
                         f"of the span (time with at least one kernel, copy, memset or CUDA graph running; "
                         f"{g['ops']:,} operations)", width, bullet) + "\n")
         if g.get("idle_ns") is not None and t["span_ns"]:  # the temporal breakdown, report --by breakdown
@@ -839,11 +839,11 @@ def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
                 ("compute", "compute_ns"), ("communication", "comm_ns"), ("memory only", "memory_ns"),
                 ("idle", "idle_ns")))
             sub = "  - " if fmt == "markdown" else "    "
-            out.write(_fill(f"{sub}of the span: {parts} (report --by breakdown)", width, sub) + "\n")
+            out.write(fill(f"{sub}of the span: {parts} (report --by breakdown)", width, sub) + "\n")
     if len(idle) > 1:
         names = sorted({g["device"] or "(name not recorded)" for g in idle})
         ids = ", ".join(str(g["device_id"]) for g in idle)
-        out.write(_fill(f"{bullet}GPUs {ids} ({', '.join(names)}): no kernel, copy or memset", width, bullet) + "\n")
+        out.write(fill(f"{bullet}GPUs {ids} ({', '.join(names)}): no kernel, copy or memset", width, bullet) + "\n")
 
 
 def _section_cells(rows, unit):

@@ -1,0 +1,52 @@
+"""The `traceql` command group: its help and the options given before a command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from traceql.core.version import __version__
+from traceql.cli.context import Context, opened
+from traceql.cli.params import DB_HELP, QUERIES_HELP, _Group
+
+
+HELP_WIDTH = 120  # help is wrapped at the terminal's width, up to this many columns
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": HELP_WIDTH})
+@click.option("--db", type=click.Path(path_type=Path), default=None, help=DB_HELP)
+@click.option("--queries", "queries", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+              help=QUERIES_HELP)
+@click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+@click.version_option(__version__, prog_name="traceql")
+@click.pass_context
+def cli(ctx, db, queries, debug):
+    """Analyze Nsight Systems, nvprof and PyTorch profiler GPU traces with SQL.
+
+    Ingest Nsight Systems SQLite exports, nvprof databases and PyTorch profiler (Kineto)
+    JSON traces into a DuckDB workspace, then query the normalized views with `traceql
+    sql`, the reports (`traceql report --by ...`, `traceql summary`), the query library
+    (`traceql queries`, `traceql query NAME`) or from Python with traceql.open().
+    `traceql schema VIEW` describes a view.
+
+    \b
+    VIEWS
+
+    The options above (--db, --queries, --debug) are also accepted after the command.
+    """
+    ctx.obj = Context(db, debug, queries)
+    opened["ctx"] = ctx.obj
+
+
+def _views_help() -> str:
+    """The contract's views for the top-level help, from the contract itself."""
+    import textwrap
+
+    from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS
+
+    # the docstring's lines are indented by 4: so are the lines after the first
+    return textwrap.fill("Views: " + ", ".join(CONTRACT_TABLES + CONTRACT_VIEWS) + ".", 78, subsequent_indent="    ")
+
+
+cli.help = cli.help.replace("VIEWS", _views_help())

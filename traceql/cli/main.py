@@ -1,0 +1,130 @@
+"""The traceql command line: a thin layer over the library API (traceql.api).
+
+The group and its options are in group.py and params.py (each shared option defined once), the
+commands in one file per group (workspace_cmds, sql_cmds, export_cmd, report_cmds, analysis_cmds,
+mcp_cmd), what they print in output.py. This module registers the commands and runs them:
+main() turns every error into one line and its exit code."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import click
+
+from traceql.cli import analysis_cmds, export_cmd, mcp_cmd, report_cmds, sql_cmds, workspace_cmds  # noqa: F401 - they register their commands
+from traceql.cli.context import opened, hide_numpy
+from traceql.cli.group import cli
+from traceql.core.errors import TraceqlError
+from traceql.core.faults import printable
+
+# Imported where a command needs them, so that the others start faster: traceql.store.ingest
+# (the ingest machinery) and traceql.query.sqlcheck (sqlglot).
+
+
+def main(argv=None) -> None:
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    from traceql.core.faults import fault, first_line, is_disk_full, is_interrupt
+
+    _quiet_signals()
+    if argv is None:  # run from the shell, not called from Python
+        hide_numpy()
+    try:
+        cli.main(args=argv, prog_name="traceql", standalone_mode=False)
+        sys.stdout.flush()  # here, so that a closed pipe is seen while it can be handled
+        if argv is None:
+            _ignore_late_ctrl_c()
+    except click.exceptions.Abort:
+        click.echo("traceql: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"traceql: error: {printable(click_message(exc))}", err=True)
+        sys.exit(exc.exit_code)
+    except TraceqlError as exc:
+        if debug:
+            raise
+        click.echo(f"traceql: error: {printable(str(exc))}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("traceql: interrupted; the workspace is unchanged", err=True)
+        sys.exit(130)
+    except BrokenPipeError:  # `traceql sql ... | head`: the reader has what it wanted
+        _stdout_to_devnull()
+        sys.exit(141)  # 128 + SIGPIPE, as a shell reports a tool that a closed pipe ended
+    except SystemExit as exc:  # click ends a command whose output pipe closed with exit 1, quietly
+        if exc.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+            _stdout_to_devnull()
+            sys.exit(141)
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line unless --debug
+        if debug:
+            raise
+        if is_interrupt(exc):  # Ctrl-C while DuckDB ran a statement
+            click.echo("traceql: interrupted", err=True)
+            sys.exit(130)
+        if isinstance(exc, OSError) and exc.filename is not None:  # writing -o FILE, a progress bar, ...
+            cause = exc.strerror or first_line(exc)
+            click.echo(f"traceql: error: {printable(str(exc.filename))}: "
+                       f"{'out of disk space (' + cause + ')' if is_disk_full(exc) else cause}", err=True)
+            sys.exit(5 if is_disk_full(exc) else 2)
+        ctx = opened["ctx"]
+        mapped = fault(exc, ctx.db if ctx is not None else "the workspace")  # a damaged workspace, a full disk
+        if isinstance(mapped, TraceqlError):
+            click.echo(f"traceql: error: {printable(str(mapped))}", err=True)
+            sys.exit(mapped.exit_code)
+        click.echo(f"traceql: internal error: {type(exc).__name__}: {printable(str(exc).splitlines()[0]) if str(exc) else ''} "
+                   "(run with --debug for a traceback)", err=True)
+        sys.exit(1)
+
+
+def click_message(exc: click.ClickException) -> str:
+    """click's error as the one line of every traceql error: 'OPTION: cause (traceql CMD --help)'."""
+    text = " ".join(exc.format_message().split())
+    m = re.match(r"Invalid value for '?([^':]+)'?: (.*)$", text)
+    if m:
+        text = f"{m.group(1)}: {m.group(2)}"
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        text += f" (see {ctx.command_path} --help)"
+    return text
+
+
+def _quiet_signals() -> None:
+    """A file that grows beyond `ulimit -f` gets SIGXFSZ, which would kill traceql with no
+    message and leave its temporary files: ignored, the write fails with EFBIG instead, which
+    is reported as a full disk (exit 5)."""
+    import signal
+
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # `kill PID`, a closed terminal or CI's timeout: stop as Ctrl-C does (temporary files removed,
+    # the workspace unchanged, exit 130), not killed on the spot with the files left behind
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) == signal.SIG_DFL:
+            signal.signal(getattr(signal, name), signal.default_int_handler)
+
+
+def _ignore_late_ctrl_c() -> None:
+    """The command's work is done (an ingest renamed into place): a Ctrl-C while Python shuts
+    down would only kill the process by SIGINT, with no message and no exit code of ours."""
+    import signal
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
+def _stdout_to_devnull() -> None:
+    """After a closed pipe: nothing more can be written, and Python's final flush of stdout
+    must not complain about it."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+if __name__ == "__main__":
+    main()

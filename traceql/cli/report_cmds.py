@@ -1,0 +1,262 @@
+"""Reports: report --by, summary, reports (their documentation), plot."""
+
+from __future__ import annotations
+
+
+import click
+
+from traceql.core.errors import UsageError
+from traceql.query.jobs import pooling_warning, split_note
+from traceql.outputs.render import render_summary
+from traceql.query.reports import REPORTS, blurb, empty_note, report_query
+from traceql.cli.context import Context, allow_numpy, table_width, wide
+from traceql.cli.output import check_output, check_unit, emit, say, tell
+from traceql.cli.params import (engine_options, format_option, limit_option, output_option, overwrite_option,
+                                per_trace_option, trace_option, unit_option, wide_option)
+from traceql.cli.group import cli
+
+
+REPORT_HELP = """Summaries from the query library (queries/<report>.sql), one row per group.
+
+\b
+BY_LIST
+
+--range NAME (or --range-match WORD) keeps the work launched inside those NVTX ranges, by any
+thread of their process, each operation once, and adds range_pct, its share of the ranges' GPU
+time: the drill-down into one range (kernel, api, memcpy, memset, gpu, launch, op, kernel-op,
+layer, source).
+
+Time statistics follow nsys stats: calls, total_ns, pct, avg_ns, med_ns, min_ns, max_ns,
+stddev_ns (sample standard deviation, n - 1). pct is the row's share of the summed time of
+all rows of the report (after --where; per trace with --per-trace), never of wall time; the
+table header says which sum. `traceql reports NAME` documents every column. Machine formats
+give times in ns; tables show readable units, or --unit.
+"""
+
+
+def _by_list() -> str:
+    """Every --by value on a line of its own, with its one-line description."""
+    pad = max(len(n) for n in REPORTS) + len("--by ")
+    return "\n".join(f"{'--by ' + n:<{pad}}  {blurb(n)}" for n in REPORTS)
+
+
+REPORT_HELP = REPORT_HELP.replace("BY_LIST", _by_list())
+
+
+ONE_ROW_PER_TRACE = ("rank", "clock", "memory")  # reports whose rows are traces (or their GPUs): nothing pooled
+
+
+@cli.command(help=REPORT_HELP)
+@click.option("--by", "by", type=click.Choice(list(REPORTS)), required=True, metavar="NAME",
+              help="What to report on: one of the --by values above.")
+@trace_option()
+@per_trace_option("Split rows by trace (a trace_id column; % and --limit per trace).")
+@click.option("--where", "where", default=None, metavar="EXPR",
+              help="Keep input rows matching this SQL boolean expression over the report's input view "
+                   "(kernel, api_call, memcpy, memset, gpu_op, nvtx_range; see `traceql schema VIEW`), "
+                   "e.g. \"name LIKE '%gemm%' AND dur > 10000\".")
+@click.option("--sort", default=None, metavar="COLUMN[:asc|:desc]",
+              help="Order by this column of the report, named as in csv output (avg_ns) or as the table header "
+                   "shows it (avg, 'avg ms', Time(%)); numbers descending, text ascending by default.")
+@limit_option("At most N rows (per trace with --per-trace).")
+@click.option("-c", "--columns", default=None, metavar="COL,COL",
+              help="Only these columns, in this order (names as for --sort).")
+@format_option("table for people (readable time units); csv, tsv, json, markdown, parquet for machines (ns).")
+@output_option()
+@unit_option("Times in this unit in --format table or markdown (default: table picks a readable unit).")
+@click.option("--with-dims", is_flag=True, help="kernel: group by grid and block size too.")
+@click.option("--group", "group_by", type=click.Choice(["group", "name", "path", "frame", "stack"]), default="group",
+              show_default=True,
+              help="range: group instances by operator (the name without PyTorch's per-instance ', seq = N', "
+                   "', op_id = N', ', sizes = [...]' and PyProf's marker details), by full name, or by nesting "
+                   "path. source: by the innermost frame of the user's code (frame, the default) or by the "
+                   "whole stack.")
+@click.option("--depth", "max_depth", type=click.IntRange(min=1), default=None,
+              help="range: keep ranges above this depth (path has at most N levels).")
+@click.option("--match", "match", multiple=True, metavar="WORD",
+              help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
+@click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
+@click.option("--spread", is_flag=True,
+              help="range: the spread of the instances too: min, median, max and standard deviation of the CPU "
+                   "time and of the kernel time per instance.")
+@click.option("--skip-first", "skip_first", type=click.IntRange(min=0), default=None, metavar="N",
+              help="range: leave out the first N instances of each name (per trace; the warm-up iterations).")
+@click.option("--with-shapes", is_flag=True, help="op: split each op by the input sizes of its calls.")
+@click.option("--level", type=click.Choice(["top", "leaf"]), default="top", show_default=True,
+              help="op: the outermost op of each call stack (aten::linear) or the op that launched the kernels "
+                   "(aten::addmm).")
+@click.option("--peak-tflops", type=click.FloatRange(min=0, min_open=True), default=None, metavar="TFLOPS",
+              help="op: peak TFLOP/s for the roofline instead of the GPU's (device_peak).")
+@click.option("--peak-gbps", type=click.FloatRange(min=0, min_open=True), default=None, metavar="GBPS",
+              help="op: peak memory bandwidth in GB/s for the roofline instead of the GPU's.")
+@click.option("--measure", type=click.Choice(["time", "compute"]), default="time", show_default=True,
+              help="straggler: compare the ranges' durations, or the compute kernel time launched inside them.")
+@click.option("--per-iteration", is_flag=True,
+              help="straggler: a row per iteration (the i-th range of a name on every rank) instead of per name.")
+@click.option("--recompute", is_flag=True,
+              help="Compute the report from the tables even when ingest stored it (kernel, api, gpu and range "
+                   "with their default options store one per trace; the rows are the same).")
+@click.option("--range", "range_names", multiple=True, metavar="NAME",
+              help="Only the work launched inside the NVTX ranges of this name: full name, grouping name "
+                   "(--by range's rows) or nesting path; repeatable. By any thread of the range's process, each "
+                   "operation once; adds range_pct, the share of the ranges' GPU time (CPU time for --by api).")
+@click.option("--range-match", "range_words", multiple=True, metavar="WORD",
+              help="Like --range, for the ranges whose name contains WORD (repeatable, ignores case).")
+@overwrite_option
+@wide_option
+@engine_options
+@click.pass_context
+def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
+           max_depth, match, domain, spread, skip_first, with_shapes, level, peak_tflops, peak_gbps, measure,
+           per_iteration, recompute, range_names, range_words):
+    for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range or source"),
+                                 ("--depth", "max_depth", "range"), ("--match", "match", "range"),
+                                 ("--domain", "domain", "range"), ("--spread", "spread", "range"),
+                                 ("--skip-first", "skip_first", "range"), ("--with-shapes", "with_shapes", "op"),
+                                 ("--level", "level", "op"), ("--peak-tflops", "peak_tflops", "op"),
+                                 ("--peak-gbps", "peak_gbps", "op"), ("--measure", "measure", "straggler"),
+                                 ("--per-iteration", "per_iteration", "straggler")):
+        if by not in owner.split(" or ") and ctx.get_parameter_source(param) != click.core.ParameterSource.DEFAULT:
+            raise UsageError(f"{option} applies to --by {owner} only")
+    check_unit(unit, fmt)
+    params = {"with_dims": with_dims} if by == "kernel" else {}
+    if by == "range":
+        params = {"group_by": group_by, "max_depth": max_depth, "match": list(match) or None, "domain": domain,
+                  "spread": spread, "skip_first": skip_first}
+    if by == "op":
+        params = {"with_shapes": with_shapes, "level": level, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
+    from traceql.query.reports import GROUPINGS
+
+    if by in GROUPINGS and ctx.get_parameter_source("group_by") != click.core.ParameterSource.DEFAULT:
+        if group_by not in GROUPINGS[by]:
+            raise UsageError(f"--group {group_by}: --by {by} groups by {' or '.join(GROUPINGS[by])}")
+        if by == "source":
+            params = {"group_by": group_by}
+    if by == "straggler":
+        params = {"measure": measure, "per_iteration": per_iteration}
+    obj: Context = ctx.obj
+    check_output(output)
+    with obj.open() as ws:
+        table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,
+                          columns=columns, recompute=recompute, range=list(range_names) or None,
+                          range_match=list(range_words) or None, **params)
+        note = empty_note(ws, by, trace_id) if table.num_rows == 0 else None
+        pooled = None if by in ONE_ROW_PER_TRACE else pooling_warning(ws, trace_id, per_trace)
+    if note:
+        click.echo(f"traceql: {note}", err=True)
+    if pooled:
+        tell(pooled)
+    emit(table, fmt, output, unit=unit, labels=report_query(by).labels)
+
+
+@cli.command()
+@trace_option()
+@per_trace_option("One overview per trace instead of all traces together (the default when the traces "
+                   "are not one job).")
+@limit_option("At most N rows per section (and trace).")
+@format_option("table: nvprof's layout for people; csv, tsv, parquet: the rows with a section column; "
+                   "json: traces, GPUs and rows; markdown: the layout as markdown tables.")
+@output_option()
+@unit_option("Times in this unit in --format table or markdown (default: a readable unit, as the reports).")
+@click.option("--recompute", is_flag=True,
+              help="Compute the sections from the tables even when ingest stored them (the rows are the same).")
+@overwrite_option
+@wide_option
+@engine_options
+@click.pass_obj
+def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompute):
+    """An nvprof-style overview: each trace's span, its GPUs and their busy share of the span,
+    then "GPU activities" (kernels by name, copies by direction, memsets) and "API calls",
+    with Time(%), Time, Calls, Avg, Min, Max, Name.
+
+    Time(%) is the share of the summed time of the section (all GPU activities, or all API
+    calls), not of wall time. Busy is the time a GPU ran at least one operation (overlapping
+    streams counted once), as a share of the trace span (first to last event of any kind).
+    Machine formats carry the nsys stats columns: section, name, calls, total_ns, pct,
+    avg_ns, med_ns, min_ns, max_ns, stddev_ns (sample standard deviation, n - 1).
+    """
+    check_unit(unit, fmt)
+    check_output(output)
+    with obj.open() as ws:
+        split = None if per_trace or trace_id is not None else split_note(ws)
+        result = ws.summary(trace_id=trace_id, per_trace=per_trace or split is not None, limit=limit,
+                            recompute=recompute)
+    if split:
+        tell(split)
+    if fmt == "parquet":
+        emit(result.rows, fmt, output)
+    elif output is None:
+        render_summary(result, fmt, unit=unit, width=table_width(), wide=wide())
+    else:
+        with open(output, "w", encoding="utf-8", newline="") as fh:
+            render_summary(result, fmt, fh, unit=unit, width=table_width(fh))
+
+
+@cli.command()
+@click.option("--by", "by", type=click.Choice(["range", "kernel", "op", "memory"]), default="range", show_default=True,
+              help="range: CPU, kernel and memcpy time per NVTX range name; kernel: GPU time per kernel; "
+                   "op: forward and backward GPU time per PyTorch op; memory: each GPU's allocated and reserved "
+                   "memory over time (a line chart, one trace).")
+@output_option("The image: .png, .svg or .pdf (the extension picks the format); --overwrite replaces it.",
+               required=True)
+@trace_option()
+@click.option("--match", "match", multiple=True, metavar="WORD",
+              help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
+@click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
+@click.option("--skip-first", "skip_first", type=click.IntRange(min=0), default=None, metavar="N",
+              help="range: leave out the first N instances of each name (per trace; the warm-up iterations).")
+@click.option("--stacked", is_flag=True,
+              help="range: one bar per range name, its CPU time outside synchronization, synchronization time, "
+                   "kernel time and memcpy time stacked (K-FAC's figure), instead of bars side by side.")
+@click.option("--stat", type=click.Choice(["total", "mean"]), default="total", show_default=True,
+              help="Summed time, or the mean per range instance (kernel call, op call).")
+@limit_option("The N largest groups of bars.", default=20, least=1)
+@click.option("--title", default=None, help="Title of the figure [default: the trace's file name].")
+@click.option("--log", is_flag=True,
+              help="A logarithmic time axis. Without it, a group of bars more than 8 times longer than the "
+                   "next is cut (its value printed) so that the others stay visible.")
+@click.option("--range", "range_names", multiple=True, metavar="NAME",
+              help="kernel, op: only the work inside the NVTX ranges of this name (full, grouping or path; "
+                   "repeatable), as report --range: the drill-down into one range.")
+@click.option("--range-match", "range_words", multiple=True, metavar="WORD",
+              help="kernel, op: like --range, for ranges whose name contains WORD (ignores case).")
+@overwrite_option
+@click.pass_obj
+def plot(obj: Context, by, output, trace_id, match, domain, skip_first, stacked, stat, limit, title, log, range_names,
+         range_words):
+    """Draw a report as a bar chart (needs matplotlib: pip install 'traceql[plot]').
+
+    --by range: per NVTX range name, its CPU time (the ranges' durations) next to the GPU
+    kernel time and memcpy time of the work launched inside it, at any depth, like the
+    K-FAC profiling figure; --match fwd --match bwd picks ranges, as in `report --by range`.
+    --stacked draws one bar per name with CPU time outside synchronization, synchronization,
+    kernel and memcpy time stacked; --skip-first N leaves out each name's warm-up instances.
+    """
+    allow_numpy()  # matplotlib needs it
+    from traceql.outputs.plot import plot as draw
+
+    check_output(output)
+    with obj.open() as ws:
+        draw(ws, by, output, trace_id=trace_id, match=match, domain=domain, stat=stat, limit=limit, title=title,
+             log=log, range=list(range_names) or None, range_match=list(range_words) or None,
+             skip_first=skip_first, stacked=stacked)
+        pooled = pooling_warning(ws, trace_id, what="bars", splits=False)
+    click.echo(f"wrote {output}")
+    if pooled:
+        tell(pooled)
+
+
+@cli.command("reports")
+@click.argument("name", required=False)
+def reports_cmd(name):
+    """Describe the reports of `traceql report --by NAME`: input view, parameters, columns."""
+    names = list(REPORTS) if name is None else [name]
+    for n in names:
+        q = report_query(n)
+        say(f"{n}: {q.description}", 2)
+        say(f"  input view (--where): {q.input}", 4)
+        width = max(len(c.name) for c in q.columns.values())
+        for c in q.columns.values():
+            cond = "" if not c.when else (f" [without {c.when[4:]}]" if c.when.startswith("not ") else f" [with {c.when}]")
+            say(f"  {c.name:<{width}}  {c.doc}{cond}", 2 + width + 2)
+        click.echo("")
