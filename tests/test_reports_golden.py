@@ -124,7 +124,8 @@ def test_reports_agree_with_the_generator(small):
 
 def test_every_report_documents_exactly_its_columns(small):
     ws, _, _ = small
-    for by, (query, _) in REPORTS.items():
+    for by, report in REPORTS.items():
+        query = report.query
         q = library.get(query)
         assert q.input, f"{by}: no '-- input:' line"
         raw = ws.sql(q.sql, library.bind(q, {"trace_id": None, "per_trace": True, **REPORTS[by][1]}))
@@ -292,3 +293,17 @@ def test_device_busy_is_the_union_of_each_gpus_operations(small):
         assert row["memory_exposed_ns"] == exp_row["busy_ns"] - union > 0
     assert sum(r["ops"] for r in expected) == exp["kernels"] + exp["memcpy"] + exp["memset"]
     assert all(0 < r["busy_ns"] < sum(e - s for s, e in per_device[r["device_id"]]) for r in expected)
+
+
+def test_report_options_follow_the_same_rules_in_python(small):
+    """Which report takes which option is the query layer's rule (registry.OPTIONS), so the Python
+    API refuses what the CLI refuses, with the same words; the allowed options still work."""
+    ws, _, _ = small
+    with pytest.raises(UsageError, match=r"^--with-dims applies to --by kernel only$"):
+        ws.report("range", with_dims=True)
+    with pytest.raises(UsageError, match=r"^--level applies to --by op only$"):
+        ws.report("kernel", level="leaf")
+    with pytest.raises(UsageError, match=r"^--group name: --by source groups by frame or stack$"):
+        ws.report("source", group_by="name")
+    assert ws.report("kernel", with_dims=True).num_rows >= ws.report("kernel").num_rows > 0
+    assert ws.report("range", spread=None).column_names == ws.report("range").column_names

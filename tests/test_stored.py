@@ -40,7 +40,7 @@ def real(tmp_path_factory):
     ws.close()
 
 
-@pytest.mark.parametrize("by", stored.REPORTS)
+@pytest.mark.parametrize("by", stored.STORED)
 def test_stored_rows_are_the_computed_rows(real, by):
     ids = real.trace_ids()
     assert len(ids) == 4
@@ -54,7 +54,7 @@ def test_stored_rows_are_the_computed_rows(real, by):
     assert sum(real.report(by, trace_id=t).num_rows for t in ids) == real.report(by, per_trace=True).num_rows > 0
 
 
-@pytest.mark.parametrize("by", stored.REPORTS)
+@pytest.mark.parametrize("by", stored.STORED)
 def test_a_limit_reads_only_the_first_stored_rows(real, by):
     """--limit without --sort reads only the first rows of each trace from the stored table
     (at 1 M kernels `--by range --limit 20` read all 505 k stored rows); the same rows."""
@@ -124,18 +124,18 @@ def registry(db):
 def test_reingest_replaces_the_stored_rows(generated_ws):
     src, db = generated_ws
     # range reads the attribution family (traceql.derivation): stored when that is built, on first use
-    assert [r[:2] for r in registry(db)] == sorted((1, by) for by in stored.REPORTS if by != "range")
+    assert [r[:2] for r in registry(db)] == sorted((1, by) for by in stored.STORED if by != "range")
     with traceql.open(db) as ws:
         ws.report("range")
     before = registry(db)
-    assert [r[:2] for r in before] == sorted((1, by) for by in stored.REPORTS)
+    assert [r[:2] for r in before] == sorted((1, by) for by in stored.STORED)
     traceql.ingest([src], db=db)  # the same file again: trace 1 replaced
-    assert [r[:2] for r in registry(db)] == sorted((1, by) for by in stored.REPORTS if by != "range")
+    assert [r[:2] for r in registry(db)] == sorted((1, by) for by in stored.STORED if by != "range")
     with traceql.open(db) as ws:
         ws.report("range")
     assert registry(db) == before
     with traceql.open(db) as ws:
-        for by in stored.REPORTS:
+        for by in stored.STORED:
             n = ws.con.execute(f"SELECT count(*) FROM {stored.table_name(by, report_query(by))}").fetchone()[0]
             assert n == dict(((t, b), c) for t, b, c in before)[(1, by)]
 
@@ -186,9 +186,9 @@ def test_too_large_reports_are_not_stored(tmp_path, monkeypatch):
     traceql.ingest([src], db=tmp_path / "ws.duckdb")
     kept = {report for _, report, _ in registry(tmp_path / "ws.duckdb")}
     with traceql.open(tmp_path / "ws.duckdb") as ws:
-        counts = {by: ws.report(by, recompute=True).num_rows for by in stored.REPORTS}
-        assert kept == {by for by, n in counts.items() if n <= 3} and kept != set(stored.REPORTS)
-        for by in stored.REPORTS:
+        counts = {by: ws.report(by, recompute=True).num_rows for by in stored.STORED}
+        assert kept == {by for by, n in counts.items() if n <= 3} and kept != set(stored.STORED)
+        for by in stored.STORED:
             assert used_stored(ws, by, 1) == (counts[by] <= 3)
             assert ws.report(by).equals(ws.report(by, recompute=True))
 

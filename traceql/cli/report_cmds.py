@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import click
 
-from traceql.core.errors import UsageError
 from traceql.query.jobs import pooling_warning, split_note
 from traceql.outputs.render import render_summary
-from traceql.query.reports import REPORTS, blurb, empty_note, report_query
+from traceql.query.reports import REPORTS, blurb, check_options, empty_note, report_query
 from traceql.cli.context import Context, allow_numpy, table_width, wide
 from traceql.cli.output import check_output, check_unit, emit, say, tell
 from traceql.cli.params import (engine_options, format_option, limit_option, output_option, overwrite_option,
@@ -109,31 +108,15 @@ ONE_ROW_PER_TRACE = ("rank", "clock", "memory")  # reports whose rows are traces
 def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
            max_depth, match, domain, spread, skip_first, with_shapes, level, peak_tflops, peak_gbps, measure,
            per_iteration, recompute, range_names, range_words):
-    for option, param, owner in (("--with-dims", "with_dims", "kernel"), ("--group", "group_by", "range or source"),
-                                 ("--depth", "max_depth", "range"), ("--match", "match", "range"),
-                                 ("--domain", "domain", "range"), ("--spread", "spread", "range"),
-                                 ("--skip-first", "skip_first", "range"), ("--with-shapes", "with_shapes", "op"),
-                                 ("--level", "level", "op"), ("--peak-tflops", "peak_tflops", "op"),
-                                 ("--peak-gbps", "peak_gbps", "op"), ("--measure", "measure", "straggler"),
-                                 ("--per-iteration", "per_iteration", "straggler")):
-        if by not in owner.split(" or ") and ctx.get_parameter_source(param) != click.core.ParameterSource.DEFAULT:
-            raise UsageError(f"{option} applies to --by {owner} only")
+    # the report-specific options given on the command line; which apply to which report is the
+    # query layer's rule (registry.OPTIONS, reports.check_options), the same for traceql.open().report()
+    given = {"with_dims": with_dims, "group_by": group_by, "max_depth": max_depth, "match": list(match) or None,
+             "domain": domain, "spread": spread, "skip_first": skip_first, "with_shapes": with_shapes,
+             "level": level, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps, "measure": measure,
+             "per_iteration": per_iteration}
+    params = {k: v for k, v in given.items() if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT}
+    check_options(by, params)  # before the workspace is opened, as every usage error
     check_unit(unit, fmt)
-    params = {"with_dims": with_dims} if by == "kernel" else {}
-    if by == "range":
-        params = {"group_by": group_by, "max_depth": max_depth, "match": list(match) or None, "domain": domain,
-                  "spread": spread, "skip_first": skip_first}
-    if by == "op":
-        params = {"with_shapes": with_shapes, "level": level, "peak_tflops": peak_tflops, "peak_gbps": peak_gbps}
-    from traceql.query.reports import GROUPINGS
-
-    if by in GROUPINGS and ctx.get_parameter_source("group_by") != click.core.ParameterSource.DEFAULT:
-        if group_by not in GROUPINGS[by]:
-            raise UsageError(f"--group {group_by}: --by {by} groups by {' or '.join(GROUPINGS[by])}")
-        if by == "source":
-            params = {"group_by": group_by}
-    if by == "straggler":
-        params = {"measure": measure, "per_iteration": per_iteration}
     obj: Context = ctx.obj
     check_output(output)
     with obj.open() as ws:

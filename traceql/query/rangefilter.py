@@ -17,7 +17,7 @@ hold (nested instances, several names) is counted once. The SQL is in schemas/fi
 condition (range_ops.sql for GPU operations, range_calls.sql for API calls) replaces the
 report query's `/* where */ TRUE` marker, next to a --where filter if there is one; its only
 variable parts are parameters ($range_names, $range_words, $range_depth_cap) and the input's id
-column, which comes from REPORTS below, never from the user.
+column, which comes from the report registry (traceql.query.registry, range_rule), never from the user.
 
 Each row gets `range_pct`, its time as a share of the matching ranges' GPU time
 (range_time.sql: the summed durations of the GPU operations they hold, each once), or for
@@ -31,21 +31,8 @@ from dataclasses import dataclass
 
 from traceql.core.errors import UsageError
 from traceql.core.resources import read_schema
+from traceql.query.registry import RANGED
 
-# report -> (the input's id column, the fragment that holds it, the report's time column, the
-# denominator of range_pct: 'gpu_ns' or 'cpu_ns')
-REPORTS = {
-    "kernel": ("kernel_id", "range_ops", "total_ns", "gpu_ns"),
-    "api": ("api_id", "range_calls", "total_ns", "cpu_ns"),
-    "memcpy": ("memcpy_id", "range_ops", "total_ns", "gpu_ns"),
-    "memset": ("memset_id", "range_ops", "total_ns", "gpu_ns"),
-    "gpu": ("op_id", "range_gpu", "total_ns", "gpu_ns"),
-    "launch": ("kernel_id", "range_ops", "kernel_total_ns", "gpu_ns"),
-    "op": ("kernel_id", "range_ops", "total_ns", "gpu_ns"),
-    "kernel-op": ("kernel_id", "range_ops", "sil", "gpu_ns"),
-    "layer": ("kernel_id", "range_ops", "total_ns", "gpu_ns"),
-    "source": ("op_id", "range_ops", "total_ns", "gpu_ns"),
-}
 
 SHARE = "range_pct"
 
@@ -88,8 +75,8 @@ def _strings(value, option: str) -> tuple[str, ...]:
 
 
 def check_report(by: str) -> None:
-    if by not in REPORTS:
-        raise UsageError(f"--range applies to the reports of operations ({', '.join(REPORTS)}), not --by {by}; "
+    if by not in RANGED:
+        raise UsageError(f"--range applies to the reports of operations ({', '.join(RANGED)}), not --by {by}; "
                          "report --by range --match WORD picks ranges themselves")
 
 
@@ -102,7 +89,7 @@ def parameters(sel: Selection) -> dict:
 
 def condition(by: str) -> str:
     """The SQL condition over report BY's input rows that keeps what the ranges hold."""
-    key, fragment, _, _ = REPORTS[by]
+    key, fragment, _, _ = RANGED[by]
     if fragment == "range_gpu":  # gpu_op rows by op id; whole-graph executions by their launching call
         return (f"({_fragment('range_ops', 'op_id')} OR {_fragment('range_calls', 'api_id')})")
     return _fragment(fragment, key)
@@ -144,7 +131,7 @@ def add_share(table, by: str, found: dict[int, dict], per_trace: bool):
     matching ranges' GPU time (CPU time for --by api), per trace with per_trace."""
     import pyarrow as pa
 
-    _, _, column, denominator = REPORTS[by]
+    _, _, column, denominator = RANGED[by]
     pooled = sum(r[denominator] or 0 for r in found.values())
     times = table.column(column).to_pylist()
     traces = table.column("trace_id").to_pylist() if per_trace and "trace_id" in table.column_names else None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from traceql.query import library
 from traceql.core.errors import UsageError
 from traceql.core.resources import contract_docs
+from traceql.query.registry import GROUPINGS, OPTIONS, REPORTS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -19,67 +20,11 @@ if TYPE_CHECKING:
 # pyarrow.compute (sorting) and traceql.query.where (sqlglot) are imported when --sort, --where or
 # the per-trace summary need them: most reports do not, and they add to every CLI call.
 
-# report name -> (query file, default parameters). Every query declares trace_id and per_trace.
-REPORTS = {
-    "kernel": ("kernel", {"with_dims": False}),
-    "api": ("api", {}),
-    "memcpy": ("memcpy", {}),
-    "memset": ("memset", {}),
-    "gpu": ("gpu", {}),
-    "stream": ("stream", {}),
-    "device": ("device", {}),
-    "thread": ("thread", {}),
-    "launch": ("launch", {}),
-    "range": ("range", {"group_by": "group", "spread": False}),
-    "op": ("op", {"with_shapes": False, "level": "top"}),
-    "kernel-op": ("kernel_op", {}),
-    "layer": ("layer", {}),
-    "breakdown": ("breakdown", {}),
-    "source": ("source", {"group_by": "frame"}),
-    "rank": ("rank", {}),
-    "collective": ("collective", {}),
-    "straggler": ("straggler", {"measure": "time", "per_iteration": False}),
-    "clock": ("clock", {}),
-    "gpu-trace": ("gpu_trace", {}),
-    "api-trace": ("api_trace", {}),
-    "memory": ("memory", {}),
-}
-
-# The reports whose rows `--group` chooses, and what each can group by (the first: the default).
-GROUPINGS = {"range": ("group", "name", "path"), "source": ("frame", "stack")}
-
-# One line each for `traceql report --help` (at most 60 characters, so that every --by value
-# fits one line of an 80-column terminal); `traceql reports NAME` documents the report whole.
-BLURBS = {
-    "kernel": "kernels by name, like nvprof's GPU activities",
-    "api": "CUDA runtime/driver API calls by name (no _vNNNN suffix)",
-    "memcpy": "copies by direction, with bytes and throughput (GB/s)",
-    "memset": "memsets by memory kind, with bytes and throughput",
-    "gpu": "kernels, copies and memsets together",
-    "stream": "GPU work per stream, with busy time (overlap once)",
-    "device": "GPU work per GPU, busy time and its share of the span",
-    "thread": "API calls per CPU thread and the GPU work they launched",
-    "launch": "per kernel name: launch call time, queue delay",
-    "range": "NVTX ranges: CPU, GPU and sync time (--spread, --skip-first)",
-    "op": "PyTorch ops: forward/backward GPU time, FLOPs, roofline",
-    "kernel-op": "per kernel its PyTorch op: PyProf's table (-c all, --width)",
-    "layer": "GPU work per PyProf 'layer:' annotation, fwd and bwd",
-    "breakdown": "per GPU: compute, exposed communication, memory, idle",
-    "gpu-trace": "each kernel, copy, memset in time order (--print-gpu-trace)",
-    "api-trace": "each API call in time order (nvprof --print-api-trace)",
-    "source": "GPU time per line of the user's code behind it",
-    "rank": "the ranks of a job side by side, one row per trace",
-    "collective": "collectives matched across ranks: who arrived last",
-    "straggler": "NVTX ranges compared across ranks: the slowest rank",
-    "clock": "how the traces' clocks line up (skew between hosts)",
-    "memory": "each GPU's peak memory and who holds it at the peak",
-}
-
 
 def blurb(by: str) -> str:
-    """The report in one line of at most 60 characters (BLURBS, else its query's description cut)."""
-    if by in BLURBS:
-        return BLURBS[by]
+    """The report in one line of at most 60 characters (the registry's blurb, else its query's description cut)."""
+    if REPORTS[by].blurb is not None:
+        return REPORTS[by].blurb
     text = report_query(by).description.split(":", 1)[-1].strip()
     return text if len(text) <= 60 else text[:59].rstrip() + "…"
 
@@ -87,13 +32,13 @@ def blurb(by: str) -> str:
 def report_query(by: str) -> library.Query:
     if by not in REPORTS:
         raise UsageError(f"--by {by}: no such report; reports: {', '.join(REPORTS)}")
-    return library.get(REPORTS[by][0])
+    return library.get(REPORTS[by].query)
 
 
 def report_columns(by: str, **params) -> list[str]:
     """The columns report BY shows with these parameters, in order."""
     q = report_query(by)
-    values = {**REPORTS[by][1], **params}
+    values = {**REPORTS[by].defaults, **params}
     return [c.name for c in q.columns.values() if c.shown(values)]
 
 
@@ -120,8 +65,8 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     from traceql.query import rangefilter
 
     q = report_query(by)
-    _, defaults = REPORTS[by]
-    values = {**defaults, **{k: v for k, v in params.items() if v is not None}}
+    check_options(by, params)
+    values = {**REPORTS[by].defaults, **{k: v for k, v in params.items() if v is not None}}
     if "match" in values and not values["match"]:
         values.pop("match")
     if by == "straggler" and values.get("measure") not in ("time", "compute"):
@@ -160,6 +105,21 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
     aliases = header_aliases(shown, q.labels)
     table = order_and_limit(table, sort, limit, per_trace, aliases)
     return select_columns(table, default_columns(q, shown) if columns is None else columns, aliases)
+
+
+def check_options(by: str, params: dict) -> None:
+    """A UsageError for a report-specific option given to a report it does not apply to
+    (registry.OPTIONS: --with-dims is kernel's), or a --group the report cannot group by. An
+    option whose value is None or an empty list is not given."""
+    for param, value in params.items():
+        if value is None or (isinstance(value, (list, tuple)) and not value) or param not in OPTIONS:
+            continue
+        option, owners = OPTIONS[param]
+        if by not in owners:
+            raise UsageError(f"{option} applies to --by {' or '.join(owners)} only")
+    group_by = params.get("group_by")
+    if by in GROUPINGS and group_by is not None and group_by not in GROUPINGS[by]:
+        raise UsageError(f"--group {group_by}: --by {by} groups by {' or '.join(GROUPINGS[by])}")
 
 
 def default_columns(q, shown: list[str]) -> list[str] | None:

@@ -19,12 +19,12 @@ import hashlib
 
 import duckdb
 
-from traceql.query import library
+from traceql.query import library, registry
 from traceql.core.faults import is_interrupt
 from traceql.core.resources import read_schema
 
-# The reports stored at ingest (reports.REPORTS names): those whose input grows with the trace.
-REPORTS = ("kernel", "api", "gpu", "range")
+# The reports stored at ingest: those whose input grows with the trace (the registry's 'stored').
+STORED = registry.STORED
 
 # A report of more rows than this (e.g. ranges named with sequence numbers) is not stored: it
 # would cost as much to read as to compute.
@@ -57,9 +57,7 @@ def _scope_free(bound: dict) -> dict:
 
 
 def _default_bound(by: str, q: library.Query) -> dict:
-    from traceql.query.reports import REPORTS as DEFAULTS
-
-    return library.bind(q, {**DEFAULTS[by][1], "per_trace": True})
+    return library.bind(q, {**registry.REPORTS[by].defaults, "per_trace": True})
 
 
 def store(con: duckdb.DuckDBPyConnection, trace_id: int, families=None, only_new=None) -> None:
@@ -72,7 +70,7 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int, families=None, only_new
     from traceql.query.reports import report_query
 
     con.execute(read_schema("stored_report.sql"))
-    for by in REPORTS:
+    for by in STORED:
         q = report_query(by)
         reads = read_by(q.sql)
         if families is not None and not reads <= set(families):
@@ -183,7 +181,7 @@ def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
     answer it: other parameters than the defaults, several traces without per_trace, a trace
     ingested before reports were stored, or a report too large to store. limit: only the
     first rows of each trace (in the report's order)."""
-    if by not in REPORTS or q.origin is not None:
+    if by not in STORED or q.origin is not None:
         return None
     if _scope_free(bound) != _scope_free(_default_bound(by, q)):
         return None
