@@ -589,7 +589,7 @@ def test_plot_name_with_dollars(ws, tmp_path):
 
 
 def test_terminal_of_zero_columns(monkeypatch):
-    from traceql.outputs import render
+    from traceql.outputs import tables
 
     class Tty:
         def isatty(self):
@@ -599,8 +599,8 @@ def test_terminal_of_zero_columns(monkeypatch):
             return 1
 
     monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(render.os, "get_terminal_size", lambda fd: os.terminal_size((0, 24)))
-    assert render.terminal_width(Tty()) is None
+    monkeypatch.setattr(tables.os, "get_terminal_size", lambda fd: os.terminal_size((0, 24)))
+    assert tables.terminal_width(Tty()) is None
 
 
 @pytest.mark.parametrize("body, detail", [

@@ -9,7 +9,8 @@ import traceql
 from fixtures.gen_nsys import generate
 from traceql.cli import main
 from traceql.core.errors import UsageError
-from traceql.outputs.plot import INSTALL_HINT, available, kernel_label, shorten, shorten_middle
+from traceql.outputs.cells import shorten, shorten_middle
+from traceql.outputs.plot import INSTALL_HINT, available, kernel_label
 
 from .util import cli
 from .util import trace_file

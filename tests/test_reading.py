@@ -65,7 +65,7 @@ def in_terminal(cols: int, *args, rows: int = 50) -> tuple[int, str]:
 
 
 def too_wide(text: str, cols: int) -> list[str]:
-    from traceql.outputs.render import text_width
+    from traceql.outputs.cells import text_width
 
     return [line for line in text.splitlines() if text_width(line) > cols]
 
@@ -251,7 +251,7 @@ def test_shortened_names_stay_distinct_on_every_shared_trace():
     TorchRec trace printed alike. On every shared trace, the kernel names shortened to any room a
     table at 80, 100 or 120 columns gives them (20 columns up) stay as many as the names, each
     within the room."""
-    from traceql.outputs.render import shorten_distinct, text_width
+    from traceql.outputs.cells import shorten_distinct, text_width
 
     checked = 0
     for path in shared_traces():
@@ -371,7 +371,7 @@ def header_cells(lines: list[str]) -> list[tuple[int, int]]:
 def test_op_report_scales_flops_and_bytes(qwen, cols):
     """`report --by op` printed 'flops 1,929,646,350,336'; tables scale FLOPs and bytes like
     copies ('5.52 TFLOP', '9.08 GB'), csv keeps the exact integers."""
-    from traceql.outputs.render import human_bytes, human_flops
+    from traceql.outputs.numbers import human_bytes, human_flops
 
     with traceql.open(qwen) as ws:
         rows = ws.report("op").to_pylist()
@@ -442,7 +442,7 @@ def test_unattributed_row_shows_dashes(qwen):
 def test_summary_prints_times_as_reports_do(qwen):
     """summary printed '4.0084ms' and '17.000us' (nvprof's five digits) for microsecond Kineto
     values where report printed '4.01 ms': both print the report's way now."""
-    from traceql.outputs.render import human_ns
+    from traceql.outputs.numbers import human_ns
 
     with traceql.open(qwen) as ws:
         s = ws.summary(limit=3)

@@ -13,9 +13,10 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from traceql.outputs.render import (
-    Layout, human_bytes, human_flops, human_ns, humanize, in_unit, render, shorten_distinct, shorten_middle,
-    short_float, text_width)
+from traceql.outputs.cells import shorten_distinct, shorten_middle, text_width
+from traceql.outputs.numbers import human_bytes, human_flops, human_ns, humanize, in_unit, short_float
+from traceql.outputs.render import render
+from traceql.outputs.tables import Layout
 from traceql.core.results import tidy, tidy_reader, unique_names
 
 LONG_NAMES = [

@@ -15,7 +15,7 @@ from fixtures.gen_nsys import generate
 from traceql.query import library
 from traceql.cli.output import emit
 from traceql.core.errors import UsageError
-from traceql.outputs.render import render_summary
+from traceql.outputs.summary_text import render_summary
 from traceql.query.reports import REPORTS, report_columns, report_query
 
 from .test_fixtures_ingest import check_golden

@@ -19,7 +19,9 @@ from click.testing import CliRunner
 import traceql
 from fixtures.gen_nsys import generate
 from traceql.cli import cli
-from traceql.outputs.render import humanize, render_summary, text_width
+from traceql.outputs.numbers import humanize
+from traceql.outputs.cells import text_width
+from traceql.outputs.summary_text import render_summary
 from traceql.query.reports import report_query
 from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS
 

@@ -213,7 +213,7 @@ def _summary_text(r: Rule, found, labels: dict) -> tuple[str, str | None]:
     the evidence rows FOUND (an Arrow table)."""
     import pyarrow.compute as pc
 
-    from traceql.outputs.render import human_ns
+    from traceql.outputs.numbers import human_ns
 
     def amounts(n, recoverable, total, short=False):
         noun = r.finding[0] if n == 1 else r.finding[1]
@@ -241,13 +241,13 @@ def _summary_text(r: Rule, found, labels: dict) -> tuple[str, str | None]:
 
 
 def _count(name: str, n) -> str:
-    from traceql.outputs.render import human_bytes
+    from traceql.outputs.numbers import human_bytes
 
     return human_bytes(n) if name == "bytes" else f"{n:,}"
 
 
 def _value_text(param: str, value) -> str:
-    from traceql.outputs.render import human_ns
+    from traceql.outputs.numbers import human_ns
 
     if value is None:
         return "-"
@@ -267,7 +267,7 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
     context rules (iterations), then the rules with findings, most recoverable time first, each
     with its summary, breakdown, advice and top LIMIT evidence rows; then the rules without
     findings and those that abstained."""
-    from traceql.outputs.render import human_ns
+    from traceql.outputs.numbers import human_ns
 
     md = fmt == "markdown"
     rows = analysis.findings.to_pylist()
@@ -284,7 +284,7 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
 
         path = clean_text(t["path"])
         if not md and width:  # a path longer than the terminal keeps both ends (continuation indent 2)
-            from traceql.outputs.render import shorten_middle
+            from traceql.outputs.cells import shorten_middle
             path = shorten_middle(path, width - 2)
         head = f"trace {tid} ({span}): {path}"
         out.write(f"## {head}\n\n" if md else _wrapped(head, width) + "\n")
@@ -344,7 +344,8 @@ def advised_by(analysis: Analysis, rule_name: str) -> list[int]:
 def _evidence(analysis: Analysis, r: Rule, trace_id: int, out, fmt: str, width, limit: int, total: int) -> None:
     import pyarrow.compute as pc
 
-    from traceql.outputs.render import humanize, render
+    from traceql.outputs.numbers import humanize
+    from traceql.outputs.render import render
 
     table = analysis.evidence[r.name]
     table = table.filter(pc.and_(pc.equal(table.column("trace_id"), trace_id),

@@ -25,7 +25,7 @@ def gate_message(d: "Diff", failed: list, pct: float) -> str:
 
 
 def _signed_ns(v) -> str:
-    from traceql.outputs.render import human_ns
+    from traceql.outputs.numbers import human_ns
 
     return "" if v is None else ("+" if v > 0 else "") + human_ns(v)
 
@@ -100,7 +100,7 @@ def _display(rows: list[dict], section: str, markdown: bool):
     """The rows as a table of text for people: numbers right-aligned, the key last."""
     import pyarrow as pa
 
-    from traceql.outputs.render import human_ns
+    from traceql.outputs.numbers import human_ns
 
     right = {b"align": b"right"}
     columns = _TOTAL_COLUMNS if section == "total" else _ROW_COLUMNS + (

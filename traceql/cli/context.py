@@ -85,7 +85,7 @@ def table_width(out=None) -> int | None:
         return obj.width
     if out is not None:
         return None
-    from traceql.outputs.render import terminal_width
+    from traceql.outputs.tables import terminal_width
 
     return terminal_width(sys.stdout, wide())
 

@@ -8,14 +8,15 @@ from pathlib import Path
 import click
 
 from traceql.core.errors import UsageError
-from traceql.outputs.render import humanize, render
+from traceql.outputs.numbers import humanize
+from traceql.outputs.render import render
 from traceql.cli.context import Context, table_width, wide
 
 
 def tell(message: str) -> None:
     """A note or warning for people on stderr ('traceql: ' first), wrapped to the terminal's
     width when stderr is one."""
-    from traceql.outputs.render import fill, terminal_width
+    from traceql.outputs.tables import fill, terminal_width
 
     click.echo(fill(f"traceql: {message}", terminal_width(sys.stderr), "  "), err=True)
 
@@ -24,7 +25,7 @@ def say(text: str, indent: int = 2) -> None:
     """A line for people on stdout, wrapped to the terminal's width ($COLUMNS, else the
     terminal's; into a pipe as it is), the lines after the first indented by `indent`; a NUL
     is a space that never breaks ('kernel\0' '17,032' stays on one line)."""
-    from traceql.outputs.render import hang, terminal_width
+    from traceql.outputs.tables import hang, terminal_width
 
     click.echo(hang(text, None if wide() else terminal_width(sys.stdout), indent).replace("\0", " "))
 
@@ -32,7 +33,8 @@ def say(text: str, indent: int = 2) -> None:
 def shown_path(path: str, before: int) -> str:
     """A path on a line after `before` columns of text: shortened in the middle (its file name
     kept) to fit a terminal; whole into a pipe."""
-    from traceql.outputs.render import shorten_middle, terminal_width
+    from traceql.outputs.cells import shorten_middle
+    from traceql.outputs.tables import terminal_width
 
     width = None if wide() else terminal_width(sys.stdout)
     return path if width is None or before + len(path) <= width else shorten_middle(path, width - before)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from traceql.outputs.render import FORMATS, UNITS
+from traceql.outputs.numbers import UNITS
+from traceql.outputs.render import FORMATS
 
 from traceql.cli.context import Context
 

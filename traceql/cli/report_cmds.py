@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from traceql.query.jobs import pooling_warning, split_note
-from traceql.outputs.render import render_summary
+from traceql.outputs.summary_text import render_summary
 from traceql.query.reports import REPORTS, blurb, check_options, empty_note, report_query
 from traceql.cli.context import Context, allow_numpy, table_width, wide
 from traceql.cli.output import check_output, check_unit, emit, say, tell

@@ -9,7 +9,8 @@ import click
 
 from traceql.core.faults import printable
 from traceql.core.progress import for_stderr
-from traceql.outputs.render import human_ns, source_label
+from traceql.outputs.numbers import human_ns
+from traceql.outputs.summary_text import source_label
 from traceql.cli.context import Context, say_wait
 from traceql.cli.output import gpu_list, say, shown_path
 from traceql.cli.params import format_option

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceql.core.errors import UsageError
-from traceql.outputs.render import (
-    shorten, shorten_distinct, shorten_middle)  # noqa: F401 - shorten* are part of this API
+from traceql.outputs.cells import shorten_distinct
 
 INSTALL_HINT = "plotting needs matplotlib, which is not installed: pip install 'traceql[plot]'"
 FORMATS = (".png", ".svg", ".pdf")
