@@ -5,19 +5,28 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+CORE   := $(VENV)/.installed-core
 DEMO   := build/demo
 
 .PHONY: demo test docs bench bench-scaling bench-small bench-kineto bench-spark fuzz clean
 
+# Everything the tests need (the test and spark extras: pyspark for tests/test_spark.py).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,spark]'
-	touch $(STAMP)
+	touch $(STAMP) $(CORE)
+
+# What the demo needs: traceql and its plot extra, not pyspark (half the size of the test venv).
+$(CORE): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[plot]'
+	touch $(CORE)
 
 # Generate a small schema-faithful Nsight Systems export, ingest it, show what
 # is in it, the overview (summary) and the ten kernels with the most GPU time.
-demo: $(STAMP)
+demo: $(CORE)
 	mkdir -p $(DEMO)
 	$(PY) -m fixtures.gen_nsys --layout 3 --kernels 2000 --force -q -o $(DEMO)/demo.sqlite
 	$(VENV)/bin/traceql --db $(DEMO)/traceql.duckdb ingest $(DEMO)/demo.sqlite

@@ -145,3 +145,23 @@ def test_the_checks_catch_an_upward_import_and_a_cycle(tmp_path):
     (root / "odd").mkdir()
     (root / "odd" / "x.py").write_text("")
     assert upward(graph(root))[-1] == "traceql.odd.x: in no layer (add its subpackage to LAYERS, in order)"
+
+
+def test_the_package_exposes_its_api_only():
+    """`import traceql` gives the public API (traceql.api) and the errors users catch, nothing else:
+    no internal module, nor sys or types, is a public name."""
+    import types
+
+    import traceql
+
+    assert traceql.__all__ == ["ingest", "open", "upgrade", "remove", "diff", "Workspace", "Progress", "RichProgress",
+                               "TraceqlError", "InputError", "UsageError", "UnsupportedVersionError", "WorkspaceError",
+                               "StaleWorkspaceError", "NewerWorkspaceError", "__version__"]
+    assert dir(traceql) == sorted(traceql.__all__)
+    for name in traceql.__all__:
+        assert not isinstance(getattr(traceql, name), types.ModuleType), name
+    assert callable(traceql.ingest) and traceql.ingest.__module__ == "traceql.store.ingest"
+    from traceql.store.workspace import WorkspaceFile
+
+    assert issubclass(traceql.Workspace, WorkspaceFile) and traceql.Workspace.__module__ == "traceql.api"
+    assert not hasattr(traceql, "sqlcheck") and not hasattr(traceql, "sys") and not hasattr(traceql, "types")

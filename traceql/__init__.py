@@ -15,20 +15,20 @@ from traceql.core.errors import (InputError, NewerWorkspaceError, StaleWorkspace
                                  UnsupportedVersionError, UsageError, WorkspaceError)
 from traceql.core.version import __version__
 
-__all__ = ["ingest", "open", "upgrade", "remove", "diff", "Workspace", "TraceqlError", "InputError", "UsageError",
-           "UnsupportedVersionError", "WorkspaceError", "StaleWorkspaceError", "NewerWorkspaceError",
-           "__version__"]
-
-_API = ("ingest", "open", "upgrade", "remove", "diff", "Workspace")
+__all__ = ["ingest", "open", "upgrade", "remove", "diff", "Workspace", "Progress", "RichProgress",
+           "TraceqlError", "InputError", "UsageError", "UnsupportedVersionError", "WorkspaceError",
+           "StaleWorkspaceError", "NewerWorkspaceError", "__version__"]
 
 
 # The API is imported on first use: `import traceql` (and with it every CLI command) need not load
 # the ingest machinery (adapters, sqlite3, the PyTorch formulas) nor DuckDB and pyarrow until it
 # uses them.
 def __getattr__(name: str):
-    if name not in _API:
+    import importlib
+
+    api = importlib.import_module("traceql.api")  # not `from traceql import api`: that asks this function
+    if name not in api.__all__:
         raise AttributeError(f"module 'traceql' has no attribute {name!r}")
-    from traceql import api
 
     value = getattr(api, name)
     globals()[name] = value

@@ -1,5 +1,6 @@
 """The public API (layer 9): traceql.open and the Workspace it returns, and traceql.ingest, diff,
-upgrade and remove, as `import traceql` gives them. The CLI and the MCP server stand on these: what
+upgrade and remove (progress= of ingest and export: a Progress, or RichProgress for a terminal), as
+`import traceql` gives them. The CLI and the MCP server stand on these: what
 a command does, the Python API does.
 
 ingest, diff, upgrade and remove are imported from their layers on first use, so that
@@ -19,9 +20,11 @@ from traceql.store.workspace import WorkspaceFile, default_db
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["Workspace", "diff", "ingest", "open", "remove", "upgrade"]
+__all__ = ["Progress", "RichProgress", "Workspace", "diff", "ingest", "open", "remove", "upgrade"]
 
 _LAZY = {
+    "Progress": "traceql.core.progress",
+    "RichProgress": "traceql.core.progress",
     "ingest": "traceql.store.ingest",
     "upgrade": "traceql.store.upgrade",
     "remove": "traceql.store.remove",

@@ -95,7 +95,7 @@ def schema_exists(relpath: str) -> bool:
 
 
 @dataclass
-class Column:
+class ViewColumn:
     name: str
     type: str
     doc: str
@@ -106,7 +106,7 @@ class ViewDoc:
     name: str
     doc: str
     kind: str  # 'table' or 'view'
-    columns: list[Column] = field(default_factory=list)
+    columns: list[ViewColumn] = field(default_factory=list)
 
 
 _HEAD = re.compile(r"^--\s*(\w+):\s*(.+)$")
@@ -166,9 +166,9 @@ def contract_docs() -> dict[str, ViewDoc]:
         for line in lines[1:]:
             m = _COL.match(line) if kind == "table" else _VIEWCOL.match(line)
             if m and kind == "table":
-                doc.columns.append(Column(m.group(1), m.group(2), m.group(3).strip()))
+                doc.columns.append(ViewColumn(m.group(1), m.group(2), m.group(3).strip()))
             elif m:
-                doc.columns.append(Column(m.group(1), "", m.group(2).strip()))
+                doc.columns.append(ViewColumn(m.group(1), "", m.group(2).strip()))
         types = dict(contract_types()[name])
         for col in doc.columns:
             col.type = types.get(col.name, col.type)

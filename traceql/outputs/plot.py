@@ -25,7 +25,7 @@ from traceql.core.errors import UsageError
 from traceql.outputs.cells import shorten_distinct
 
 INSTALL_HINT = "plotting needs matplotlib, which is not installed: pip install 'traceql[plot]'"
-FORMATS = (".png", ".svg", ".pdf")
+IMAGE_FORMATS = (".png", ".svg", ".pdf")
 STATS = ("total", "mean")
 DEFAULT_LIMIT = 20
 OUTLIER = 8  # a group of bars this many times longer than the next one is cut (linear axis)
@@ -71,7 +71,7 @@ def plot(ws, by: str = "range", output: str | os.PathLike | None = None, *, trac
     stacked: their sum, not wall time (GPU work overlaps the CPU time that launched it)."""
     if stat not in STATS:
         raise UsageError(f"--stat {stat}: choose total or mean")
-    if output is not None and Path(output).suffix.lower() not in FORMATS:
+    if output is not None and Path(output).suffix.lower() not in IMAGE_FORMATS:
         raise UsageError(f"{output}: the file extension picks the format: .png, .svg or .pdf")
     builders = available()
     if by not in builders:

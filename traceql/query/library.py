@@ -67,7 +67,7 @@ _INCLUDE = re.compile(r"/\*\s*include:\s*([\w-]+)\s*\*/")
 
 
 @dataclass
-class Column:
+class QueryColumn:
     name: str
     doc: str
     when: str | None = None  # shown only when this parameter is true ('not PARAM': when it is false)
@@ -88,7 +88,7 @@ class Query:
     sql: str
     params: dict[str, str] = field(default_factory=dict)
     input: str | None = None  # the contract view a --where filter runs over
-    columns: dict[str, Column] = field(default_factory=dict)
+    columns: dict[str, QueryColumn] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     origin: str | None = None  # None for a built-in query, else the path of the user's file
     defaults: dict = field(default_factory=dict)  # parameter -> value when none is given
@@ -104,7 +104,7 @@ def parse(name: str, text: str, origin: str | None = None) -> Query:
         raise ValueError(f"must start with '-- {name}: <description>'")
     params = {m.group(1): m.group(2).strip() for m in map(_PARAM.match, lines) if m}
     inputs = [m.group(1) for m in map(_INPUT.match, lines) if m]
-    columns = {m.group(1): Column(m.group(1), m.group(3).strip(), m.group(2))
+    columns = {m.group(1): QueryColumn(m.group(1), m.group(3).strip(), m.group(2))
                for m in map(_COLUMN.match, lines) if m}
     labels = {m.group(1): m.group(2).strip() for m in map(_LABEL.match, lines) if m}
     defaults = {m.group(1): _value(m.group(2).strip()) for m in map(_DEFAULT.match, lines) if m}

@@ -159,7 +159,7 @@ def _prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dia
             created = _created_relation(tree)
             if created:
                 catalog = catalog.with_relation(created)
-        named, positional = placeholders(trees)
+        named, positional = tree_placeholders(trees)
         _check_params(named, positional, params)
         if dialect != DEFAULT_DIALECT:
             from traceql.query.dialects import to_duckdb
@@ -539,7 +539,7 @@ def _created_relation(tree: exp.Expression) -> str | None:
 
 # ---------------------------------------------------------------------------- parameters
 
-def placeholders(trees) -> tuple[list[str], int]:
+def tree_placeholders(trees) -> tuple[list[str], int]:
     """Named placeholders ($name, :name) in order of first use, and the number of
     positional ones (?, $1)."""
     named: list[str] = []

@@ -48,6 +48,7 @@ from typing import Any, Union
 import msgspec
 
 from traceql.core.errors import InputError, UnsupportedVersionError
+from traceql.sources.stage_report import StageReport
 
 # schemaVersion -> layout folder under schemas/kineto/. Every trace seen (2020-2026 builds, CUDA
 # and ROCm) is schema 1 or has no schemaVersion (read as 1); the category names that changed
@@ -375,21 +376,13 @@ def _batch(events: list, first_row: int) -> pa.Table:
 
 
 @dataclass
-class StageReport:
-    """What staging read (the fields ingest's diagnostics use, as for SQLite sources)."""
+class KinetoStageReport(StageReport):
+    """What staging read, as for SQLite sources, and the file's top-level members (distributedInfo, ...)."""
     reader: str = f"msgspec {msgspec.__version__} (Kineto JSON, typed decoding in blocks)"
-    fallback_tables: dict[str, str] = field(default_factory=dict)
-    missing_tables: list[str] = field(default_factory=list)
-    missing_columns: dict[str, list[str]] = field(default_factory=dict)
-    rows: dict[str, int] = field(default_factory=dict)
-    duplicate_keys: dict[str, int] = field(default_factory=dict)
     members: dict = field(default_factory=dict)
 
-    def absent_essentials(self) -> list:
-        return []
 
-
-def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> StageReport:
+def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> KinetoStageReport:
     """Create the raw tables of schemas/kineto/raw.sql in the `raw` catalog and fill them from
     the Kineto file at PATH: raw.kineto_event (every event), raw.kineto_member (the top-level
     members, as JSON text) and raw.TARGET_INFO_SESSION_START_TIME (baseTimeNanoseconds, the UTC
@@ -398,7 +391,7 @@ def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> StageReport
     also those after the events (rank, world size, host: see metadata())."""
     import pyarrow as pa
 
-    report = StageReport()
+    report = KinetoStageReport()
     home = con.execute("SELECT current_database()").fetchone()[0]
     con.execute("USE raw")
     try:

@@ -11,46 +11,15 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
 from traceql.sources.detect import connect_readonly, is_wal, sqlite_error
 from traceql.core.faults import is_interrupt
+from traceql.sources.stage_report import StageReport
 
 BATCH_ROWS = 100_000
-
-# Columns without which a table's names (or its rows' keys) are all NULL: an export that lacks
-# one (a damaged or edited file) gets a warning, not silently nameless rows. Other absent
-# columns are ordinary: older exporter versions lack the columns added later.
-ESSENTIAL_COLUMNS = {
-    "StringIds": ("id", "value"), "StringTable": ("_id_", "value"), "NVTX_EVENTS": ("text",),
-    "CUPTI_ACTIVITY_KIND_MARKER": ("name",), "ThreadNames": ("nameId",),
-    "CUPTI_ACTIVITY_KIND_KERNEL": ("demangledName",), "CUPTI_ACTIVITY_KIND_RUNTIME": ("nameId",),
-}
-
-
-@dataclass
-class StageReport:
-    reader: str = "sqlite_scanner"
-    fallback_tables: dict[str, str] = field(default_factory=dict)  # table -> reason
-    missing_tables: list[str] = field(default_factory=list)
-    missing_columns: dict[str, list[str]] = field(default_factory=dict)
-    rows: dict[str, int] = field(default_factory=dict)
-    duplicate_keys: dict[str, int] = field(default_factory=dict)  # table -> rows dropped
-
-    def absent_essentials(self) -> list[tuple[str, int, str, str]]:
-        """ingest_stats rows (key, value, severity, detail): the ESSENTIAL_COLUMNS a table of the
-        export lacks (its rows were read, the column is NULL in all of them)."""
-        out = []
-        for table, columns in sorted(self.missing_columns.items()):
-            lost = [c for c in ESSENTIAL_COLUMNS.get(table, ()) if c in columns]
-            if lost and table not in self.missing_tables:
-                out.append((f"source.column_absent.{table}", len(lost), "warning",
-                            f"{table} has no column {', '.join(lost)} (a damaged or edited export): what it "
-                            "gives (names, ids) is NULL in every row that needs it"))
-        return out
 
 
 def load_sqlite_scanner(con: duckdb.DuckDBPyConnection) -> str | None:
