@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 import traceql
-from traceql.sources.detect import cuda_version, driver_version
+from traceql.sources.versions import cuda_version, driver_version
 
 from .util import trace_file
 

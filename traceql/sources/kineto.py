@@ -49,6 +49,7 @@ import msgspec
 
 from traceql.core.errors import InputError, UnsupportedVersionError
 from traceql.sources.stage_report import StageReport
+from traceql.sources.versions import kineto_versions
 
 # schemaVersion -> layout folder under schemas/kineto/. Every trace seen (2020-2026 builds, CUDA
 # and ROCm) is schema 1 or has no schemaVersion (read as 1); the category names that changed
@@ -430,8 +431,6 @@ def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> KinetoStage
     if det is not None:
         det.metadata.update(facts)
         det.exporter_version = exporter_version(hdr.members)
-        from traceql.sources.detect import kineto_versions
-
         det.versions = kineto_versions(hdr.members)
         if det.schema_version is None:  # not before the events: check it now that all are read
             det.schema_version = hdr.schema_version
