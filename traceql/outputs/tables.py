@@ -156,17 +156,22 @@ class Layout:
         return [item for _, item in sorted(items, key=lambda x: x[0])]
 
     # -- lines -----------------------------------------------------------------------
+
+    def _head_cells(self, cols: list[int], depth: int, k: int) -> list[str]:
+        """Line k (of depth) of the headers of columns COLS, bottom-aligned, each padded to its width."""
+        cells = []
+        for i in cols:
+            hl = self.head_lines[i]
+            text = hl[k - (depth - len(hl))] if k >= depth - len(hl) else ""
+            cells.append(pad(text, self.fixed_width[i], self.rights[i]))
+        return cells
     def header(self) -> list[str]:
         lines: list[str] = []
         if self.mode == "line":
             cols = self.bands[0]
             depth = max((len(self.head_lines[i]) for i in cols), default=1)
             for k in range(depth):
-                parts = []
-                for i in cols:
-                    hl = self.head_lines[i]
-                    text = hl[k - (depth - len(hl))] if k >= depth - len(hl) else ""
-                    parts.append(pad(text, self.fixed_width[i], self.rights[i]))
+                parts = self._head_cells(cols, depth, k)
                 if k == depth - 1:
                     parts += [pad(self.heads[i], self.flex_width[i], False) for i in self.flex]
                 lines.append(SEP.join(parts).rstrip())
@@ -184,12 +189,7 @@ class Layout:
             indent = self.indent or (INDENT if b else "")
             depth = max(len(self.head_lines[i]) for i in band)
             for k in range(depth):
-                parts = []
-                for i in band:
-                    hl = self.head_lines[i]
-                    text = hl[k - (depth - len(hl))] if k >= depth - len(hl) else ""
-                    parts.append(pad(text, self.fixed_width[i], self.rights[i]))
-                lines.append(indent + SEP.join(parts).rstrip())
+                lines.append(indent + SEP.join(self._head_cells(band, depth, k)).rstrip())
         if self.underline:
             longest = max((text_width(line) for line in lines), default=0)
             lines.append("-" * min(self.width or longest, longest))
