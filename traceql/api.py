@@ -164,8 +164,8 @@ class Workspace(WorkspaceFile):
 
     def export_folded(self, output: str | os.PathLike, trace_id: int | None = None, overwrite: bool = False) -> int:
         """Write the kernels' call stacks in the folded format of flame graphs ('frame;frame;kernel
-        ns' per line, see traceql.derive.callstacks.folded); the number of lines written."""
-        from traceql.derive.callstacks import write_folded
+        ns' per line, see traceql.outputs.folded); the number of lines written."""
+        from traceql.outputs.folded import write_folded
         from traceql.store.guard import check_not_workspace
 
         check_not_workspace(output, self.path)
