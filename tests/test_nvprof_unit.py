@@ -12,7 +12,7 @@ import pytest
 
 import traceql
 from traceql.sources import demangle
-from traceql.sources.adapters import _data_tables
+from traceql.sources.adapters import data_tables
 from traceql.sources.detect import detect
 
 from .util import REPO
@@ -88,8 +88,8 @@ def test_short_name(name, short):
 # ------------------------------------------------------------------ callback-id tables
 
 def cbid_tables() -> dict[str, dict[int, str]]:
-    # _data_tables gives each CSV as (table name, ((column, type, values), ...))
-    tables = {name: {col: values for col, _type, values in columns} for name, columns in _data_tables("nvprof")}
+    # data_tables gives each CSV as (table name, ((column, type, values), ...))
+    tables = {name: {col: values for col, _type, values in columns} for name, columns in data_tables("nvprof")}
     return {api: dict(zip(tables[f"src_cbid_{api}"]["cbid"], tables[f"src_cbid_{api}"]["name"]))
             for api in ("runtime", "driver")}
 

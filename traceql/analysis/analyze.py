@@ -287,12 +287,12 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
             from traceql.outputs.cells import shorten_middle
             path = shorten_middle(path, width - 2)
         head = f"trace {tid} ({span}): {path}"
-        out.write(f"## {head}\n\n" if md else _wrapped(head, width) + "\n")
+        out.write(f"## {head}\n\n" if md else wrapped(head, width) + "\n")
         for g in (gpus or []):
             if g.get("trace_id") == tid:
                 line = (f"GPU {g['device_id']}: compute {g['compute_pct']:.2f}%, communication {g['comm_pct']:.2f}%, "
                         f"memory only {g['memory_pct']:.2f}%, idle {g['idle_pct']:.2f}% of the span")
-                out.write(f"- {line}\n" if md else _wrapped(line, width, "  ") + "\n")
+                out.write(f"- {line}\n" if md else wrapped(line, width, "  ") + "\n")
         for x in [x for x in mine if x["role"] == "context" and x["findings"]]:
             _rule_text(analysis, x, None, t, out, fmt, width, limit, advised)
         hits = [x for x in mine if x["role"] != "context" and x["findings"]]
@@ -300,16 +300,16 @@ def write_text(analysis: Analysis, traces: list[dict], out, fmt: str = "table", 
             note = ("Findings, most recoverable time first (rules overlap: the same idle time can count in "
                     "several; each rule's recoverable time is defined with its columns: traceql queries "
                     "analyze/RULE)")
-            out.write(("\n" + note + "\n") if md else "\n" + _wrapped(note, width) + "\n")
+            out.write(("\n" + note + "\n") if md else "\n" + wrapped(note, width) + "\n")
         for n, x in enumerate(hits, 1):
             _rule_text(analysis, x, n, t, out, fmt, width, limit, advised)
         quiet = [x for x in mine if not x["findings"] and not x["note"]]
         if quiet:
             names = ", ".join(f"{x['rule']} ({x['thresholds']})" for x in quiet)
-            out.write("\n" + _wrapped(f"No findings: {names}", width) + "\n")
+            out.write("\n" + wrapped(f"No findings: {names}", width) + "\n")
         for x in mine:
             if x["note"] and not x["findings"]:
-                out.write("\n" + _wrapped(f"{x['rule']} abstains: {x['note']}", width) + "\n")
+                out.write("\n" + wrapped(f"{x['rule']} abstains: {x['note']}", width) + "\n")
 
 
 def _rule_text(analysis: Analysis, x: dict, n: int | None, t: dict, out, fmt: str, width, limit: int,
@@ -328,11 +328,11 @@ def _rule_text(analysis: Analysis, x: dict, n: int | None, t: dict, out, fmt: st
             out.write(f"By {r.query.labels.get(r.group, r.group)}: {x['breakdown']}.\n\n")
         out.write(f"Thresholds: {x['thresholds']}.\n\nWhat to do: {advice}\n\n")
     else:
-        out.write("\n" + _wrapped(f"{number}{x['rule']}: {x['summary']}{pct}", width) + "\n")
+        out.write("\n" + wrapped(f"{number}{x['rule']}: {x['summary']}{pct}", width) + "\n")
         if x["breakdown"]:
-            out.write(_wrapped(f"by {r.query.labels.get(r.group, r.group)}: {x['breakdown']}", width, "   ") + "\n")
-        out.write(_wrapped(f"thresholds: {x['thresholds']}", width, "   ") + "\n")
-        out.write(_wrapped(f"what to do: {advice}", width, "   ") + "\n")
+            out.write(wrapped(f"by {r.query.labels.get(r.group, r.group)}: {x['breakdown']}", width, "   ") + "\n")
+        out.write(wrapped(f"thresholds: {x['thresholds']}", width, "   ") + "\n")
+        out.write(wrapped(f"what to do: {advice}", width, "   ") + "\n")
     _evidence(analysis, r, t["trace_id"], out, fmt, width, limit, x["findings"])
 
 
@@ -369,14 +369,14 @@ def _evidence(analysis: Analysis, r: Rule, trace_id: int, out, fmt: str, width, 
     for line in lines:
         out.write("   " + line + "\n")
     if total > part.num_rows:
-        out.write(_wrapped(f"({part.num_rows} of {total:,} shown, most recoverable first; all: "
+        out.write(wrapped(f"({part.num_rows} of {total:,} shown, most recoverable first; all: "
                            f"traceql analyze --rule {r.name} --format csv)", width, "   ") + "\n")
 
 
 _AMOUNT = re.compile(r"(\d) (ns|us|ms|s|B|kB|MB|GB|TB)\b")
 
 
-def _wrapped(text: str, width: int | None, indent: str = "") -> str:
+def wrapped(text: str, width: int | None, indent: str = "") -> str:
     """TEXT wrapped to WIDTH, continuation lines indented two more; a number is never parted
     from its unit ('30.3 ms')."""
     if width is None:

@@ -143,7 +143,7 @@ def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit
     time change first, at most LIMIT of them."""
     import io
 
-    from traceql.analysis.analyze import _wrapped
+    from traceql.analysis.analyze import wrapped
     from traceql.outputs.render import render
 
     md = fmt == "markdown"
@@ -158,13 +158,13 @@ def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit
         for note in d.notes:
             out.write(f"\nNote: {note}.\n")
     else:
-        out.write(_wrapped(f"A (before): {_side_text(d.a)}", width) + "\n")
-        out.write(_wrapped(f"B (after):  {_side_text(d.b)}", width) + "\n")
+        out.write(wrapped(f"A (before): {_side_text(d.a)}", width) + "\n")
+        out.write(wrapped(f"B (after):  {_side_text(d.b)}", width) + "\n")
         for warning in d.warnings:
-            out.write(_wrapped(f"Warning: {warning}.", width) + "\n")
-        out.write(_wrapped(f"Verdict: {verdict_text(d)}.", width) + "\n")
+            out.write(wrapped(f"Warning: {warning}.", width) + "\n")
+        out.write(wrapped(f"Verdict: {verdict_text(d)}.", width) + "\n")
         for note in d.notes:
-            out.write(_wrapped(f"Note: {note}.", width) + "\n")
+            out.write(wrapped(f"Note: {note}.", width) + "\n")
     for section in sections or SECTIONS:
         mine = [r for r in rows if r["section"] == section]
         if section == "total":  # every total that is not zero on both sides
@@ -180,7 +180,7 @@ def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit
                      else f"{TITLES[section]}{per}: none of {len(mine):,} changed")
         more = max(0, len(shown) - limit) if section != "total" else 0
         shown = shown if section == "total" else shown[:limit]
-        out.write(f"\n### {title}\n" if md else "\n" + _wrapped(title, width) + "\n")
+        out.write(f"\n### {title}\n" if md else "\n" + wrapped(title, width) + "\n")
         if not shown:
             continue
         if md:
@@ -197,4 +197,4 @@ def write_text(d: Diff, out, fmt: str = "table", width: int | None = None, limit
             out.write("\n".join(lines) + "\n")
         if more:
             note = f"({more:,} more; --limit N shows more, --format csv every row)"
-            out.write(f"\n{note}\n" if md else _wrapped(note, width) + "\n")
+            out.write(f"\n{note}\n" if md else wrapped(note, width) + "\n")

@@ -20,7 +20,7 @@ QUERIES_HELP = ("A folder of your own queries (NAME.sql, same conventions as the
 DB_HELP = "Workspace database file [default: $TRACEQL_DB or ./traceql.duckdb]."
 
 
-def _workspace_options() -> list[click.Option]:
+def workspace_options() -> list[click.Option]:
     """--db, --queries and --debug for a command, so that they work after its name too
     (`traceql ingest x.sqlite --db ws.duckdb`), setting what the same option before it sets."""
 
@@ -45,10 +45,10 @@ def _workspace_options() -> list[click.Option]:
                          help="Show a traceback on errors.")]
 
 
-class _Group(click.Group):
+class Group(click.Group):
     def add_command(self, cmd, name=None):
         have = {opt for p in cmd.params for opt in getattr(p, "opts", ())}
-        cmd.params += [o for o in _workspace_options() if not set(o.opts) & have]
+        cmd.params += [o for o in workspace_options() if not set(o.opts) & have]
         super().add_command(cmd, name)
 
 

@@ -17,7 +17,7 @@ ingest_stats rows.
 from __future__ import annotations
 
 from traceql.derive import flops, flops_plugins, pyprof_params
-from traceql.sources.adapters import _create_temp, _data_tables
+from traceql.sources.adapters import create_temp, data_tables
 from traceql.core.resources import read_schema
 
 DATA = ("tensor_core_patterns", "kernel_dtypes", "gpu_peaks", "sm_throughput")
@@ -25,8 +25,8 @@ DATA = ("tensor_core_patterns", "kernel_dtypes", "gpu_peaks", "sm_throughput")
 
 def load_data(con) -> None:
     """schemas/torch/<stem>.csv -> temporary table torch_<stem>."""
-    for table, data in _data_tables("torch"):
-        _create_temp(con, "torch_" + table[len("src_"):], data)
+    for table, data in data_tables("torch"):
+        create_temp(con, "torch_" + table[len("src_"):], data)
 
 
 _state: dict = {"registry": None, "plugin_keys": {}}
@@ -59,7 +59,7 @@ def formula_keys(con) -> None:
         key = f"plugin:{n}" if m is None else f"plugin:{m}.{n}"
         plugin_keys[key] = (found[0], found[1], n, flops.formula_key(n, m))
         rows.append((m, n, key))
-    _create_temp(con, "torch_formula_key", tuple((column, "VARCHAR", [r[i] for r in rows])
+    create_temp(con, "torch_formula_key", tuple((column, "VARCHAR", [r[i] for r in rows])
                                                  for i, column in enumerate(("module", "name", "key"))))
 
 
@@ -103,7 +103,7 @@ def unit_costs(con) -> None:
                             ("tc_eligible", c.tc_eligible if c else None)):
             cols[name].append(value)
     types = {"flops": "BIGINT", "bytes": "BIGINT", "tc_eligible": "BOOLEAN"}
-    _create_temp(con, "torch_unit_cost", tuple((k, types.get(k, "VARCHAR"), v) for k, v in cols.items()))
+    create_temp(con, "torch_unit_cost", tuple((k, types.get(k, "VARCHAR"), v) for k, v in cols.items()))
 
 
 def _plugin_cost(key: str, args, dtype, direction: str):
@@ -138,7 +138,7 @@ def call_params(con) -> None:
         "JOIN nvtx_range n ON n.trace_id = getvariable('trace_id') AND n.range_id = u.call_range_id").fetchall()
     rows = [(text, role, value) for (text,) in texts
             for role, value in (pyprof_params.params(text) or {}).items()]
-    _create_temp(con, "torch_pyprof_params", tuple((column, "VARCHAR", [r[i] for r in rows])
+    create_temp(con, "torch_pyprof_params", tuple((column, "VARCHAR", [r[i] for r in rows])
                                                    for i, column in enumerate(("marker_text", "role", "params"))))
 
 

@@ -32,12 +32,12 @@ from traceql.query.jobs import jobs
 from traceql.core.errors import UsageError
 from traceql.core.progress import as_progress
 from traceql.outputs.timeline import (
-    TimelineResult, _Ids, _namer, _parts, _Writer, _key, checked_output, window, write_rows)
+    TimelineResult, SyntheticIds, namer, time_parts, EventWriter, none_last, checked_output, window, write_rows)
 
 ID_STRIDE = 2**40  # a trace's ids stay below it; times 8192 traces it stays below 2**53 (exact in JSON)
 
 
-class _RankWriter(_Writer):
+class _RankWriter(EventWriter):
     """A trace's events as threads of one process (its group): every tid synthetic."""
 
     def __init__(self, out, ws, trace_id, origin, result, ids, id_base, first, group_pid):
@@ -61,11 +61,11 @@ class _RankWriter(_Writer):
 
     def names(self, label: str = "", sort_index: int = 0) -> list[str]:
         meta: list[str] = []
-        name = _namer(meta)
+        name = namer(meta)
         name("process", self.group_pid, None, label, sort_index)
         rank = 0
         for (os_pid, os_tid, lane), tid in sorted(self.cpu_tid.items(), key=lambda kv: (
-                _key(kv[0][0]), kv[0][1] != kv[0][0], _key(kv[0][1]), kv[0][2])):
+                none_last(kv[0][0]), kv[0][1] != kv[0][0], none_last(kv[0][1]), kv[0][2])):
             row = self.threads.get((os_pid, os_tid)) or {}
             text = row.get("name") or "thread"
             text += f" · pid {'?' if os_pid is None else os_pid} · tid {'?' if os_tid is None else os_tid}"
@@ -78,7 +78,7 @@ class _RankWriter(_Writer):
         for device, context, _, _ in self.streams:
             contexts.setdefault(device, set()).add(context)
         for (device, context, stream, lane), tid in sorted(self.streams.items(),
-                                                           key=lambda kv: tuple(_key(v) for v in kv[0])):
+                                                           key=lambda kv: tuple(none_last(v) for v in kv[0])):
             model = self.devices.get(device)
             text = ("GPU ?" if device is None else f"GPU {device}") + (f" ({model})" if model else "")
             text += " · " + ("stream ?" if stream is None else f"Stream {stream}")
@@ -130,7 +130,7 @@ def export_job_perfetto(ws, output, trace_ids: list[int], start=None, end=None, 
             "trace_id": p.trace_id, "start": None if job_start is None else job_start - shift,
             "end": None if job_end is None else job_end - shift, "origin": origins[job_of[p.trace_id]] - shift,
             "id_base": i * ID_STRIDE})
-        n, parts = _parts(ws, query, params)
+        n, parts = time_parts(ws, query, params)
         total += n
         plans.append((i, p, params, parts))
     progress.start(f"writing {output.name}", total)
@@ -138,7 +138,7 @@ def export_job_perfetto(ws, output, trace_ids: list[int], start=None, end=None, 
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(output.name + ".part")
     opener = gzip.open if output.name.endswith(".gz") else open
-    ids = _Ids(set())
+    ids = SyntheticIds(set())
     try:
         with opener(tmp, "wt", encoding="utf-8", newline="\n") as out:
             out.write('{"traceEvents":[\n')

@@ -29,7 +29,7 @@ epoch-clock traces the trace's first event is subtracted so that floats keep eve
 
 The window: an event is written when it overlaps [start, end) (queries/_internal/timeline.sql states
 the rule); events are kept whole. The JSON is written while the rows stream out of DuckDB,
-which sorts them in parts of about PART_ROWS rows by start time (see _parts), so memory
+which sorts them in parts of about PART_ROWS rows by start time (see time_parts), so memory
 stays flat however large the trace.
 """
 
@@ -53,7 +53,7 @@ from traceql.core.progress import as_progress
 SYNTHETIC_BASE = 1_000_000_000
 MAX_ID = 2**32 - 1  # Perfetto reads pids and tids as unsigned 32-bit numbers
 BATCH_ROWS = 20_000
-PART_ROWS = 500_000  # rows DuckDB sorts at once (see _parts)
+PART_ROWS = 500_000  # rows DuckDB sorts at once (see time_parts)
 
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _TIME = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$")
@@ -92,7 +92,7 @@ class TimelineResult:
         return sum(self.counts.values())
 
 
-class _Ids:
+class SyntheticIds:
     """Synthetic pids and tids: from SYNTHETIC_BASE up, skipping ids the trace uses."""
 
     def __init__(self, used: set[int]):
@@ -139,7 +139,7 @@ def export_perfetto(ws, output, trace_id: int | None = None, start=None, end=Non
     query = library.get("_internal/timeline")
     params = library.bind(query, {"trace_id": trace_id, "start": start_ns, "end": end_ns, "origin": origin,
                                   "id_base": 0})
-    total, parts = _parts(ws, query, params)
+    total, parts = time_parts(ws, query, params)
     progress.start(f"writing {output.name}", total)
 
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +148,7 @@ def export_perfetto(ws, output, trace_id: int | None = None, start=None, end=Non
     try:
         with opener(tmp, "wt", encoding="utf-8", newline="\n") as out:
             out.write('{"traceEvents":[\n')
-            writer = _Writer(out, ws, trace_id, origin, result)
+            writer = EventWriter(out, ws, trace_id, origin, result)
             write_rows(ws, writer, query, params, parts, progress)
             writer.write(writer.names())
             other = {"generator": f"traceql {__version__}", "trace_id": trace["trace_id"], "source": trace["path"],
@@ -173,7 +173,7 @@ def write_rows(ws, writer, query, params, parts, progress, done: int = 0) -> int
     return done
 
 
-def _parts(ws, query, params) -> tuple[int, list[tuple]]:
+def time_parts(ws, query, params) -> tuple[int, list[tuple]]:
     """The number of rows, and ranges of start times that split them into parts of about
     PART_ROWS rows. DuckDB sorts each part on its own, so memory follows the part, not the
     trace; the parts follow each other in time, so every track still sees its events in order."""
@@ -202,10 +202,10 @@ def _pick_trace(ws, trace_id):
     return ids[0]
 
 
-class _Writer:
+class EventWriter:
     """Streams the rows of queries/_internal/timeline.sql out as trace events, then the names."""
 
-    def __init__(self, out, ws, trace_id, origin, result: TimelineResult, ids: _Ids | None = None,
+    def __init__(self, out, ws, trace_id, origin, result: TimelineResult, ids: SyntheticIds | None = None,
                  id_base: int = 0, first: bool = True):
         self.out = out
         self.origin = origin
@@ -216,7 +216,7 @@ class _Writer:
         self.threads = {(r["pid"], r["tid"]): r for r in names if r["kind"] == "thread"}
         self.devices = {r["device_id"]: r["name"] for r in names if r["kind"] == "device"}
         used = {v for r in names for v in (r["pid"], r["tid"]) if v is not None}
-        self.ids = ids if ids is not None else _Ids(used)
+        self.ids = ids if ids is not None else SyntheticIds(used)
         self.gpu_pid = {d: self.ids.take() for d in sorted(self.devices)}
         self.tracks: dict[tuple, _Track] = {}  # (pid, tid) of a thread, (device, context, stream) of a stream
         self.cpu_pid: dict = {}  # OS pid -> pid written (itself when it fits 32 bits)
@@ -314,18 +314,18 @@ class _Writer:
     def names(self) -> list[str]:
         """The metadata events naming the processes and threads written."""
         meta = []
-        name = _namer(meta)
+        name = namer(meta)
 
         process_names = {}
         for (pid, tid), row in self.threads.items():
             if row["process_name"] and (pid not in process_names or tid == pid):
                 process_names[pid] = row["process_name"]
-        for rank, (os_pid, pid) in enumerate(sorted(self.cpu_pid.items(), key=lambda kv: _key(kv[0]))):
+        for rank, (os_pid, pid) in enumerate(sorted(self.cpu_pid.items(), key=lambda kv: none_last(kv[0]))):
             label = process_names.get(os_pid) or ("process ?" if os_pid is None else f"process {os_pid}")
             name("process", pid, None, label, rank)
         for rank, ((os_pid, os_tid, lane), tid) in enumerate(
-                sorted(self.cpu_tid.items(), key=lambda kv: (_key(kv[0][0]), kv[0][1] != kv[0][0],
-                                                              _key(kv[0][1]), kv[0][2]))):
+                sorted(self.cpu_tid.items(), key=lambda kv: (none_last(kv[0][0]), kv[0][1] != kv[0][0],
+                                                              none_last(kv[0][1]), kv[0][2]))):
             row = self.threads.get((os_pid, os_tid)) or {}
             label = row.get("name") or ("thread ?" if os_tid is None else f"thread {os_tid}")
             if lane:
@@ -333,7 +333,7 @@ class _Writer:
                 self.result.overlap_tracks += 1
             name("thread", self.pid_of(os_pid), tid, label, rank)
         gpu_rank = len(self.cpu_pid)
-        for device, pid in sorted(self.gpu_pid.items(), key=lambda kv: _key(kv[0])):
+        for device, pid in sorted(self.gpu_pid.items(), key=lambda kv: none_last(kv[0])):
             if not any(key[0] == device for key in self.streams):
                 continue  # a GPU without work in the window
             model = self.devices.get(device)
@@ -343,7 +343,7 @@ class _Writer:
         for device, context, _, _ in self.streams:
             contexts.setdefault(device, set()).add(context)
         for rank, ((device, context, stream, lane), tid) in enumerate(
-                sorted(self.streams.items(), key=lambda kv: tuple(_key(v) for v in kv[0]))):
+                sorted(self.streams.items(), key=lambda kv: tuple(none_last(v) for v in kv[0]))):
             label = "stream ?" if stream is None else f"Stream {stream}"
             if len(contexts[device]) > 1:
                 label += f" (context {context})"
@@ -354,7 +354,7 @@ class _Writer:
         return meta
 
 
-def _namer(meta: list[str]):
+def namer(meta: list[str]):
     """name(kind, pid, tid, value, sort_index): append the name and sort index events of a
     process (tid None) or thread to meta."""
 
@@ -366,7 +366,7 @@ def _namer(meta: list[str]):
     return name
 
 
-def _key(value):
+def none_last(value):
     """Sort None last among numbers."""
     return (value is None, value if value is not None else 0)
 

@@ -37,7 +37,7 @@ Columns = tuple[tuple[str, str, tuple], ...]
 
 
 @cache
-def _data_tables(fmt: str) -> tuple[tuple[str, Columns], ...]:
+def data_tables(fmt: str) -> tuple[tuple[str, Columns], ...]:
     folder = schema_file(fmt)
     if not folder.is_dir():
         return ()
@@ -63,7 +63,7 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _create_temp(con: duckdb.DuckDBPyConnection, table: str, columns: Columns) -> None:
+def create_temp(con: duckdb.DuckDBPyConnection, table: str, columns: Columns) -> None:
     """The temporary table TABLE holding COLUMNS (see Columns)."""
     select = ", ".join(f"unnest(?::{kind}[]) AS {_quoted(name)}" for name, kind, _ in columns)
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_quoted(table)} AS SELECT {select}",
@@ -86,9 +86,9 @@ def _demangled(con: duckdb.DuckDBPyConnection, fmt: str) -> Columns:
 def prepare(con: duckdb.DuckDBPyConnection, layout: str) -> None:
     """Create the data and demangled-name tables that `layout`'s adapters read."""
     fmt = layout.split("/")[0]
-    for table, data in _data_tables(fmt):
-        _create_temp(con, table, data)
-    _create_temp(con, "src_demangled", _demangled(con, fmt))
+    for table, data in data_tables(fmt):
+        create_temp(con, table, data)
+    create_temp(con, "src_demangled", _demangled(con, fmt))
 
 
 # Adapter views each layout provides, in the order they are created. A layout folder
