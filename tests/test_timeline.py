@@ -375,7 +375,7 @@ def test_parts_give_the_same_timeline(workspace, tmp_path, monkeypatch):
     with traceql.open(workspace) as ws:
         ws.export_perfetto(tmp_path / "one.json", start=start)
         monkeypatch.setattr(timeline, "PART_ROWS", 50)
-        total, parts = timeline._parts(ws, query, library.bind(query, {"trace_id": 1, "start": start, "origin": 0}))
+        total, parts = timeline.time_parts(ws, query, library.bind(query, {"trace_id": 1, "start": start, "origin": 0}))
         assert len(parts) > 5 and total > 50 * 5
         ws.export_perfetto(tmp_path / "parts.json", start=start)
     check_structure(json.loads((tmp_path / "parts.json").read_text()))
