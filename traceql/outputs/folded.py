@@ -1,6 +1,6 @@
 """Folded stacks for flame graphs: 'frame;frame;kernel ns' per distinct (stack, kernel) of the
 trace(s), from op_stack (the code line behind each GPU operation, traceql.derive.callstacks) through
-queries/folded.sql; `traceql export --format folded` and Workspace.export_folded write them."""
+queries/_internal/folded.sql; `traceql export --format folded` and Workspace.export_folded write them."""
 
 from __future__ import annotations
 
