@@ -69,7 +69,7 @@ def _called_builtins() -> list[str]:
     SQL files and the Python package that DuckDB knows as a function (count(*) is count_star)."""
     names = set()
     for path in [*(REPO / "schemas").rglob("*.sql"), *(REPO / "queries").rglob("*.sql"),
-                 *(REPO / "traceql").glob("*.py")]:
+                 *(REPO / "traceql").rglob("*.py")]:
         text = re.sub(r"--[^\n]*", "", path.read_text(encoding="utf-8"))
         names |= {m.lower() for m in re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(", text)}
     con = duckdb.connect()
