@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 import sqlite3
@@ -15,14 +16,14 @@ import sys
 
 import pytest
 
-from .util import REPO, sha256, trace_file
+from .util import REPO, cli, sha256, trace_file
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra (pip install 'traceql[mcp]') is not installed")
 import anyio  # noqa: E402 - with mcp
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
-TOOLS = {"traces", "schema", "report", "sql", "analyze", "diff"}
+TOOLS = {"traces", "schema", "report", "summary", "sql", "analyze", "diff"}
 
 
 def traceql(*args) -> str:
@@ -96,6 +97,14 @@ def test_tool_list_and_schemas(ws):
     report = by_name["report"].input_schema
     assert report["required"] == ["by"] and report["properties"]["by"]["enum"] == list(REPORTS)
     assert {"trace", "where", "sort", "limit", "columns", "group", "range", "range_match"} <= set(report["properties"])
+    # every report-specific option of the registry, with its values and its help, as the CLI has them
+    from traceql.mcp_server import option_name
+    from traceql.query.registry import OPTIONS
+
+    for param, opt in OPTIONS.items():
+        prop = report["properties"][option_name(param)]
+        assert prop["description"].startswith(opt.help) and {k: prop[k] for k in opt.values} == opt.values, param
+    assert option_name("skip_first") == "skip_first" and option_name("max_depth") == "depth"
     assert by_name["sql"].input_schema["required"] == ["query"]
     doc = contract_docs()["kernel"]
     view = ok(kernels)["views"][0]
@@ -200,3 +209,56 @@ def test_diff_equals_the_cli(ws):
             assert mine[k] == theirs[k] or math.isclose(float(mine[k]), float(theirs[k]), rel_tol=1e-12), k
     assert got["summary"]["verdict"] == "no significant change"
     assert ok(changed)["row_count"] == 0 and "--trace 7: no such trace" in one_line_error(missing)
+
+
+def test_report_options_equal_the_cli(ws):
+    """The report-specific options come from the report registry: they give the CLI's rows, and a
+    refusal is the CLI's message, word for word, which the Python API raises too."""
+    from traceql.api import open as open_workspace
+    from traceql.core.errors import UsageError
+
+    asks = [({"by": "range", "depth": 3, "skip_first": 1, "spread": True},
+             ["--by", "range", "--depth", "3", "--skip-first", "1", "--spread"]),
+            ({"by": "range", "match": ["forward", "BACKWARD"], "group": "name"},
+             ["--by", "range", "--match", "forward", "--match", "BACKWARD", "--group", "name"]),
+            ({"by": "kernel", "with_dims": True, "limit": 8}, ["--by", "kernel", "--with-dims", "--limit", "8"]),
+            ({"by": "kernel", "with_dims": False, "limit": 3}, ["--by", "kernel", "--limit", "3"])]
+    refused = [({"by": "kernel", "depth": 2}, ["--by", "kernel", "--depth", "2"], {"max_depth": 2}),
+               ({"by": "kernel", "level": "leaf"}, ["--by", "kernel", "--level", "leaf"], {"level": "leaf"}),
+               ({"by": "source", "group": "name"}, ["--by", "source", "--group", "name"], {"group_by": "name"}),
+               ({"by": "range", "per_iteration": True}, ["--by", "range", "--per-iteration"], {"per_iteration": True})]
+    _, results = session(ws, [("report", a) for a, _ in asks] + [("report", a) for a, _, _ in refused])
+    for (args, flags), result in zip(asks, results):
+        want = csv_rows(traceql("--db", str(ws), "report", *flags, "--format", "csv"))
+        assert want and cells(ok(result)["rows"]) == want, args
+    spread = ok(results[0])
+    assert {"cpu_stddev_ns", "kernel_max_ns"} <= {c["name"] for c in spread["columns"]}
+    assert [c["name"] for c in ok(results[2])["columns"]][:3] == ["name", "grid", "block"]
+    with open_workspace(ws) as api:
+        for (args, flags, params), result in zip(refused, results[len(asks):]):
+            proc = cli("--db", ws, "report", *flags)
+            assert proc.returncode == 2 and proc.stdout == "", args
+            assert one_line_error(result) == proc.stderr.strip(), args
+            with pytest.raises(UsageError) as exc:
+                api.report(args["by"], **params)
+            assert proc.stderr.strip() == f"traceql: error: {exc.value}", args
+    assert "applies to --by range only" in one_line_error(results[len(asks)])
+
+
+def test_summary_equals_the_cli(ws):
+    _, (whole, limited) = session(ws, [("summary", {}), ("summary", {"limit": 2, "trace": 1})])
+    got = ok(whole)
+    want = csv_rows(traceql("--db", str(ws), "summary", "--format", "csv"))
+    assert cells(got["rows"]) == want and got["row_count"] == len(want)
+    doc = json.loads(traceql("--db", str(ws), "summary", "--format", "json"))
+    assert got["traces"] == json.loads(json.dumps(doc["traces"])) and got["gpus"] == doc["gpus"]
+    # the kernels of the GPU activities section against the source export
+    (n, total), = source("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    names = {r[0] for r in source("SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                                  "JOIN StringIds s ON s.id = k.demangledName")}
+    kernels = [r for r in got["rows"] if r["section"] == "GPU activities" and r["name"] in names]
+    assert sum(r["calls"] for r in kernels) == n and sum(r["total_ns"] for r in kernels) == total
+    assert "GPU activities" in whole.content[0].text and "API calls" in whole.content[0].text
+    small = ok(limited)
+    want = csv_rows(traceql("--db", str(ws), "summary", "--limit", "2", "--trace", "1", "--format", "csv"))
+    assert cells(small["rows"]) == want and len(want) == 4

@@ -7,7 +7,9 @@ sees a workspace that another process ingests into meanwhile and never changes i
 Tools (TOOLS: name -> Tool, each with its JSON schema and a description):
   traces   what `traceql info` says
   schema   the contract views, their columns, types and descriptions (one view or all)
-  report   `traceql report --by ...` with trace, where, sort, limit, columns, group, range
+  report   `traceql report --by ...` with trace, where, sort, limit, columns, range, and every
+           report-specific option of the report registry (query.registry.OPTIONS: depth, with_dims, ...)
+  summary  `traceql summary`: nvprof's overview, GPU activities and API calls
   sql      `traceql sql`: read-only, no files of this machine, no extensions, a row cap
   analyze  `traceql analyze`: findings with thresholds, advice and evidence rows
   diff     `traceql diff A B` over two trace ids of the workspace: verdict and changed rows
@@ -96,16 +98,23 @@ def _schema(db: Path, args: dict) -> dict:
     return {"views": views, "row_count": len(views), "note": None, "text": text}
 
 
+def option_name(param: str) -> str:
+    """The report tool's argument for a report-specific option: its CLI flag in snake case
+    (--skip-first -> skip_first, --group -> group; registry.OPTIONS)."""
+    from traceql.query.registry import OPTIONS
+
+    return OPTIONS[param].flag.lstrip("-").replace("-", "_")
+
+
 def _report(db: Path, args: dict) -> dict:
-    from traceql.query.reports import GROUPINGS, empty_note
+    from traceql.query.registry import OPTIONS
+    from traceql.query.reports import empty_note
 
     by = args["by"]
-    params = {}
-    if "group" in args:
-        if by not in GROUPINGS or args["group"] not in GROUPINGS[by]:
-            owners = " or ".join(f"--by {b} ({', '.join(g)})" for b, g in GROUPINGS.items())
-            raise UsageError(f"--group {args['group']}: groups {owners} only")
-        params["group_by"] = args["group"]
+    # the report-specific options as the CLI passes them: a flag that is false is not given; which
+    # report takes which, and the words of a refusal, are the query layer's (reports.check_options)
+    params = {param: args[option_name(param)] for param in OPTIONS
+              if option_name(param) in args and args[option_name(param)] is not False}
     columns = args.get("columns")
     with _open(db) as ws:
         table = ws.report(by, trace_id=args.get("trace"), per_trace=args.get("per_trace", False),
@@ -114,6 +123,23 @@ def _report(db: Path, args: dict) -> dict:
                           range=args.get("range") or None, range_match=args.get("range_match") or None, **params)
         note = empty_note(ws, by, args.get("trace")) if table.num_rows == 0 else None
     return _result(table, note)
+
+
+def _summary(db: Path, args: dict) -> dict:
+    from traceql.outputs.summary_text import render_summary
+    from traceql.query.jobs import split_note
+
+    trace, per_trace = args.get("trace"), args.get("per_trace", False)
+    with _open(db) as ws:  # as `traceql summary`: traces that are not one job get one overview each
+        split = None if per_trace or trace is not None else split_note(ws)
+        result = ws.summary(trace_id=trace, per_trace=per_trace or split is not None, limit=args.get("limit"))
+    out = _result(result.rows, split)
+    text = io.StringIO()
+    render_summary(result, "table", text, width=120)
+    out["text"] = text.getvalue() + (split + "\n" if split else "")
+    out["traces"] = _jsonable(result.traces.to_pylist())
+    out["gpus"] = _jsonable(result.gpus.to_pylist())
+    return out
 
 
 def _sql(db: Path, args: dict) -> dict:
@@ -175,7 +201,13 @@ NAMES = {"type": "array", "items": {"type": "string"}}
 
 
 def _tools() -> dict[str, Tool]:
+    from traceql.query.registry import OPTIONS
     from traceql.query.reports import REPORTS
+
+    # report-specific options, from the report registry (the CLI builds its flags from the same rows)
+    options = {option_name(param): {**opt.values, "description": opt.help + (
+        f" Default: {opt.default}." if opt.default is not None and param != "group_by" else "")}
+        for param, opt in OPTIONS.items()}
 
     tools = [
         Tool("traces", "The traces ingested in the workspace, as `traceql info` shows them: trace id, source file, "
@@ -192,7 +224,9 @@ def _tools() -> dict[str, Tool]:
              "memcpy, memset, gpu (all GPU work by kind), stream, device, thread, launch (queue delay), range (NVTX "
              "ranges: CPU time, GPU time of the work inside), op (PyTorch ops, forward and backward), kernel-op, "
              "layer, breakdown (per GPU: compute, communication, memory, idle), source, rank, collective, "
-             "straggler, clock. pct is the share of the summed time of the rows, not of wall time.",
+             "straggler, clock, gpu-trace, api-trace, memory. The options after range_match apply to some reports "
+             "only (their descriptions begin with which); given to another report they are an error. pct is the "
+             "share of the summed time of the rows, not of wall time.",
              {"type": "object", "required": ["by"], "additionalProperties": False, "properties": {
                  "by": {"type": "string", "enum": list(REPORTS), "description": "What to report on."},
                  "trace": TRACE,
@@ -202,13 +236,21 @@ def _tools() -> dict[str, Tool]:
                  "sort": {"type": "string", "description": "COLUMN[:asc|:desc], e.g. total_ns:desc."},
                  "limit": {"type": "integer", "minimum": 0, "description": "At most N rows."},
                  "columns": {**NAMES, "description": "Only these columns, in this order."},
-                 "group": {"type": "string", "enum": ["group", "name", "path", "frame", "stack"],
-                           "description": "range: by operator (group, the default), full name or nesting path; "
-                                          "source: by innermost user frame (frame) or whole stack."},
                  "range": {**NAMES, "description": "Only the work launched inside the NVTX ranges of these names "
                                                    "(full name, grouping name or path); adds range_pct."},
-                 "range_match": {**NAMES, "description": "Like range, for ranges whose name contains a word."}}},
+                 "range_match": {**NAMES, "description": "Like range, for ranges whose name contains a word."},
+                 **options}},
              _report),
+        Tool("summary", "nvprof's overview (`traceql summary`): per trace its span and GPUs with their busy share "
+             "of the span (traces, gpus), then the rows of 'GPU activities' (kernels by name, copies by direction, "
+             "memsets) and 'API calls' with the nsys stats columns (calls, total_ns, pct, avg_ns, med_ns, min_ns, "
+             "max_ns, stddev_ns). pct is the share of the summed time of the row's section, not of wall time. "
+             "Traces that are not one job get one overview each (a trace_id column; the note says so).",
+             {"type": "object", "additionalProperties": False, "properties": {
+                 "trace": TRACE,
+                 "per_trace": {"type": "boolean", "description": "One overview per trace (a trace_id column)."},
+                 "limit": {"type": "integer", "minimum": 0, "description": "At most N rows per section (and trace)."}}},
+             _summary),
         Tool("sql", "Run one read-only SQL query (DuckDB dialect unless `dialect`) over the contract views and "
              "return its rows. Statements that change anything (INSERT, CREATE, DELETE, COPY, ATTACH, SET, ...), "
              "reading files of this machine and loading extensions are refused. At most max_rows rows are "

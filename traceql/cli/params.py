@@ -155,3 +155,41 @@ def queries_option():
 def unit_option(help: str):
     """--unit UNIT: times in this unit in tables and markdown."""
     return click.option("--unit", type=click.Choice(list(UNITS)), default=None, help=help)
+
+
+
+def report_option(param: str):
+    """The report-specific option PARAM (`traceql report --depth`, ...) built from its Option in the report
+    registry (traceql.query.registry.OPTIONS): its values' JSON schema gives the click type (boolean: a
+    flag; array: repeatable; enum: a choice; minimum and exclusiveMinimum: a range), so that the CLI and
+    the MCP server take the same values."""
+    from traceql.query.registry import OPTIONS
+
+    opt = OPTIONS[param]
+    values, kwargs = opt.values, {"help": opt.help}
+    if opt.metavar:
+        kwargs["metavar"] = opt.metavar
+    if opt.default is not None:
+        kwargs.update(default=opt.default, show_default=True)
+    if values["type"] == "boolean":
+        kwargs["is_flag"] = True
+    elif values["type"] == "array":
+        kwargs["multiple"] = True
+    elif "enum" in values:
+        kwargs["type"] = click.Choice(values["enum"])
+    elif values["type"] == "integer":
+        kwargs["type"] = click.IntRange(min=values.get("minimum"))
+    elif values["type"] == "number":
+        low = values.get("exclusiveMinimum", values.get("minimum"))
+        kwargs["type"] = click.FloatRange(min=low, min_open="exclusiveMinimum" in values)
+    return click.option(opt.flag, param, **kwargs)
+
+
+def report_options(f):
+    """Every report-specific option of `traceql report` (--with-dims, --group, ... --per-iteration), in the
+    registry's order."""
+    from traceql.query.registry import OPTIONS
+
+    for param in reversed(OPTIONS):
+        f = report_option(param)(f)
+    return f

@@ -11,7 +11,8 @@ from traceql.query.reports import REPORTS, blurb, check_options, empty_note, rep
 from traceql.cli.context import Context, allow_numpy, table_width, wide
 from traceql.cli.output import check_output, check_unit, emit, say, tell
 from traceql.cli.params import (engine_options, format_option, limit_option, output_option, overwrite_option,
-                                per_trace_option, trace_option, unit_option, wide_option)
+                                per_trace_option, report_option, report_options, trace_option, unit_option,
+                                wide_option)
 from traceql.cli.group import cli
 
 
@@ -63,35 +64,7 @@ ONE_ROW_PER_TRACE = ("rank", "clock", "memory")  # reports whose rows are traces
 @format_option("table for people (readable time units); csv, tsv, json, markdown, parquet for machines (ns).")
 @output_option()
 @unit_option("Times in this unit in --format table or markdown (default: table picks a readable unit).")
-@click.option("--with-dims", is_flag=True, help="kernel: group by grid and block size too.")
-@click.option("--group", "group_by", type=click.Choice(["group", "name", "path", "frame", "stack"]), default="group",
-              show_default=True,
-              help="range: group instances by operator (the name without PyTorch's per-instance ', seq = N', "
-                   "', op_id = N', ', sizes = [...]' and PyProf's marker details), by full name, or by nesting "
-                   "path. source: by the innermost frame of the user's code (frame, the default) or by the "
-                   "whole stack.")
-@click.option("--depth", "max_depth", type=click.IntRange(min=1), default=None,
-              help="range: keep ranges above this depth (path has at most N levels).")
-@click.option("--match", "match", multiple=True, metavar="WORD",
-              help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
-@click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
-@click.option("--spread", is_flag=True,
-              help="range: the spread of the instances too: min, median, max and standard deviation of the CPU "
-                   "time and of the kernel time per instance.")
-@click.option("--skip-first", "skip_first", type=click.IntRange(min=0), default=None, metavar="N",
-              help="range: leave out the first N instances of each name (per trace; the warm-up iterations).")
-@click.option("--with-shapes", is_flag=True, help="op: split each op by the input sizes of its calls.")
-@click.option("--level", type=click.Choice(["top", "leaf"]), default="top", show_default=True,
-              help="op: the outermost op of each call stack (aten::linear) or the op that launched the kernels "
-                   "(aten::addmm).")
-@click.option("--peak-tflops", type=click.FloatRange(min=0, min_open=True), default=None, metavar="TFLOPS",
-              help="op: peak TFLOP/s for the roofline instead of the GPU's (device_peak).")
-@click.option("--peak-gbps", type=click.FloatRange(min=0, min_open=True), default=None, metavar="GBPS",
-              help="op: peak memory bandwidth in GB/s for the roofline instead of the GPU's.")
-@click.option("--measure", type=click.Choice(["time", "compute"]), default="time", show_default=True,
-              help="straggler: compare the ranges' durations, or the compute kernel time launched inside them.")
-@click.option("--per-iteration", is_flag=True,
-              help="straggler: a row per iteration (the i-th range of a name on every rank) instead of per name.")
+@report_options
 @click.option("--recompute", is_flag=True,
               help="Compute the report from the tables even when ingest stored it (kernel, api, gpu and range "
                    "with their default options store one per trace; the rows are the same).")
@@ -183,11 +156,9 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompu
 @output_option("The image: .png, .svg or .pdf (the extension picks the format); --overwrite replaces it.",
                required=True)
 @trace_option()
-@click.option("--match", "match", multiple=True, metavar="WORD",
-              help="range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).")
-@click.option("--domain", default=None, help="range: only this NVTX domain ('' = default domain).")
-@click.option("--skip-first", "skip_first", type=click.IntRange(min=0), default=None, metavar="N",
-              help="range: leave out the first N instances of each name (per trace; the warm-up iterations).")
+@report_option("match")
+@report_option("domain")
+@report_option("skip_first")
 @click.option("--stacked", is_flag=True,
               help="range: one bar per range name, its CPU time outside synchronization, synchronization time, "
                    "kernel time and memcpy time stacked (K-FAC's figure), instead of bars side by side.")

@@ -75,21 +75,58 @@ REPORTS: dict[str, Report] = {
     "memory": Report("memory", {}, "each GPU's peak memory and who holds it at the peak"),
 }
 
-# Report-specific options: parameter -> (the CLI's option, the reports it applies to).
-OPTIONS = {
-    "with_dims": ("--with-dims", ("kernel",)),
-    "group_by": ("--group", ("range", "source")),
-    "max_depth": ("--depth", ("range",)),
-    "match": ("--match", ("range",)),
-    "domain": ("--domain", ("range",)),
-    "spread": ("--spread", ("range",)),
-    "skip_first": ("--skip-first", ("range",)),
-    "with_shapes": ("--with-shapes", ("op",)),
-    "level": ("--level", ("op",)),
-    "peak_tflops": ("--peak-tflops", ("op",)),
-    "peak_gbps": ("--peak-gbps", ("op",)),
-    "measure": ("--measure", ("straggler",)),
-    "per_iteration": ("--per-iteration", ("straggler",)),
+class Option(NamedTuple):
+    """A report-specific option: the CLI's flag, the reports it applies to, its values as a JSON
+    schema (boolean: a flag; array: repeatable; enum, minimum, exclusiveMinimum: the values it
+    takes), its help, and for the CLI a metavar and a default (shown in --help). The CLI builds its
+    click options from these (traceql.cli.params.report_options), the MCP server its report
+    tool's arguments, so that both take the same values; reports.check_options refuses an option
+    given to a report it does not apply to, in the same words for the CLI, MCP and Python."""
+    flag: str
+    reports: tuple[str, ...]
+    values: dict
+    help: str
+    metavar: str | None = None
+    default: object = None
+
+
+_WORDS = {"type": "array", "items": {"type": "string"}}
+_PEAK = {"type": "number", "exclusiveMinimum": 0}
+
+# Report-specific options: the query's parameter -> Option (the order of `traceql report --help`).
+OPTIONS: dict[str, Option] = {
+    "with_dims": Option("--with-dims", ("kernel",), {"type": "boolean"}, "kernel: group by grid and block size too."),
+    "group_by": Option(
+        "--group", ("range", "source"), {"type": "string", "enum": ["group", "name", "path", "frame", "stack"]},
+        "range: group instances by operator (the name without PyTorch's per-instance ', seq = N', ', op_id = N', "
+        "', sizes = [...]' and PyProf's marker details), by full name, or by nesting path. source: by the "
+        "innermost frame of the user's code (frame, the default) or by the whole stack.", default="group"),
+    "max_depth": Option("--depth", ("range",), {"type": "integer", "minimum": 1},
+                        "range: keep ranges above this depth (path has at most N levels)."),
+    "match": Option("--match", ("range",), _WORDS,
+                    "range: keep ranges whose name contains WORD (repeatable, any matches, ignores case).",
+                    metavar="WORD"),
+    "domain": Option("--domain", ("range",), {"type": "string"}, "range: only this NVTX domain ('' = default domain)."),
+    "spread": Option("--spread", ("range",), {"type": "boolean"},
+                     "range: the spread of the instances too: min, median, max and standard deviation of the CPU "
+                     "time and of the kernel time per instance."),
+    "skip_first": Option("--skip-first", ("range",), {"type": "integer", "minimum": 0},
+                         "range: leave out the first N instances of each name (per trace; the warm-up iterations).",
+                         metavar="N"),
+    "with_shapes": Option("--with-shapes", ("op",), {"type": "boolean"}, "op: split each op by the input sizes of its calls."),
+    "level": Option("--level", ("op",), {"type": "string", "enum": ["top", "leaf"]},
+                    "op: the outermost op of each call stack (aten::linear) or the op that launched the kernels "
+                    "(aten::addmm).", default="top"),
+    "peak_tflops": Option("--peak-tflops", ("op",), _PEAK,
+                          "op: peak TFLOP/s for the roofline instead of the GPU's (device_peak).", metavar="TFLOPS"),
+    "peak_gbps": Option("--peak-gbps", ("op",), _PEAK,
+                        "op: peak memory bandwidth in GB/s for the roofline instead of the GPU's.", metavar="GBPS"),
+    "measure": Option("--measure", ("straggler",), {"type": "string", "enum": ["time", "compute"]},
+                      "straggler: compare the ranges' durations, or the compute kernel time launched inside them.",
+                      default="time"),
+    "per_iteration": Option("--per-iteration", ("straggler",), {"type": "boolean"},
+                            "straggler: a row per iteration (the i-th range of a name on every rank) instead of "
+                            "per name."),
 }
 
 # The reports whose rows --group chooses, and what each can group by (the first: the default).

@@ -114,9 +114,9 @@ def check_options(by: str, params: dict) -> None:
     for param, value in params.items():
         if value is None or (isinstance(value, (list, tuple)) and not value) or param not in OPTIONS:
             continue
-        option, owners = OPTIONS[param]
-        if by not in owners:
-            raise UsageError(f"{option} applies to --by {' or '.join(owners)} only")
+        option = OPTIONS[param]
+        if by not in option.reports:
+            raise UsageError(f"{option.flag} applies to --by {' or '.join(option.reports)} only")
     group_by = params.get("group_by")
     if by in GROUPINGS and group_by is not None and group_by not in GROUPINGS[by]:
         raise UsageError(f"--group {group_by}: --by {by} groups by {' or '.join(GROUPINGS[by])}")
