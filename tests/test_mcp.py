@@ -262,3 +262,58 @@ def test_summary_equals_the_cli(ws):
     small = ok(limited)
     want = csv_rows(traceql("--db", str(ws), "summary", "--limit", "2", "--trace", "1", "--format", "csv"))
     assert cells(small["rows"]) == want and len(want) == 4
+
+
+def test_resources_contract_and_query_library(tmp_path):
+    """The contract reference and the query library as resources, read through the client: every view
+    and column of resources.contract_docs() with its type and description, every query of the library
+    with its parameters and its SQL (as `traceql queries NAME` prints it); an unknown URI is an error."""
+    from mcp.shared.exceptions import MCPError
+
+    from traceql.core.resources import contract_docs
+    from traceql.query import library
+    from traceql.store.contract import CONTRACT_VERSION
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "traceql", "--db", str(tmp_path / "none.duckdb"),
+                                                                 "mcp"], cwd=str(REPO), env={"PYTHONPATH": str(REPO)})
+
+    async def run():
+        async with stdio_client(params, errlog=sys.stderr) as (read, write):
+            async with mcp.ClientSession(read, write) as client:
+                await client.initialize()
+                listed = (await client.list_resources()).resources
+                texts = {}
+                for uri in ("traceql://contract", "traceql://queries", "traceql://queries/kernel",
+                            "traceql://queries/analyze/gpu_gaps"):
+                    texts[uri] = (await client.read_resource(uri)).contents[0]
+                try:
+                    await client.read_resource("traceql://queries/nope")
+                    unknown = None
+                except MCPError as exc:
+                    unknown = exc.message
+                return listed, texts, unknown
+
+    listed, texts, unknown = anyio.run(run)
+    lib = library.collection()
+    assert [r.uri for r in listed] == ["traceql://contract", "traceql://queries"] + \
+        [f"traceql://queries/{n}" for n in lib]
+    contract = texts["traceql://contract"]
+    assert contract.mime_type == "text/markdown" and f"Contract version {CONTRACT_VERSION}." in contract.text
+    sections = contract.text.split("\n## ")[1:]
+    docs = contract_docs()
+    assert [s.split("\n", 1)[0] for s in sections] == list(docs)
+    for section, doc in zip(sections, docs.values()):
+        rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| column")]
+        assert rows == [f"| {c.name} | {c.type} | {c.doc.replace('|', chr(92) + '|')} |" for c in doc.columns], doc.name
+    index = json.loads(texts["traceql://queries"].text)
+    assert [q["name"] for q in index] == list(lib) and all("sql" not in q for q in index)
+    for q in index:
+        want = lib[q["name"]]
+        assert (q["description"], q["parameters"], q["input"]) == (want.description, want.params, want.input)
+        assert [c["name"] for c in q["columns"]] == list(want.columns)
+    kernel = json.loads(texts["traceql://queries/kernel"].text)
+    assert kernel["sql"] == lib["kernel"].sql and set(kernel["parameters"]) == {"trace_id", "per_trace", "with_dims"}
+    printed = traceql("queries", "kernel")
+    assert kernel["sql"].rstrip() in printed and "--param with_dims:" in printed
+    assert json.loads(texts["traceql://queries/analyze/gpu_gaps"].text)["sql"] == lib["analyze/gpu_gaps"].sql
+    assert unknown.startswith("traceql: error: no resource 'traceql://queries/nope'")

@@ -14,6 +14,9 @@ Tools (TOOLS: name -> Tool, each with its JSON schema and a description):
   analyze  `traceql analyze`: findings with thresholds, advice and evidence rows
   diff     `traceql diff A B` over two trace ids of the workspace: verdict and changed rows
 
+Resources: traceql://contract (the contract reference, markdown), traceql://queries (the query
+library's index, JSON) and traceql://queries/NAME (one query with its SQL).
+
 A result is structured content ({"columns": [{"name", "type"}], "rows": [{...}], "row_count",
 "note"}, times in ns as the CLI's csv gives them) and a short text table; an error is a tool
 error whose text is the CLI's one-line message ('traceql: error: ...').
@@ -300,6 +303,88 @@ def _tools() -> dict[str, Tool]:
     return {t.name: t for t in tools}
 
 
+# -- resources ---------------------------------------------------------------------------------
+
+CONTRACT_URI = "traceql://contract"
+QUERIES_URI = "traceql://queries"  # the library's index; traceql://queries/NAME one query with its SQL
+
+
+@dataclass
+class Resource:
+    uri: str
+    name: str
+    description: str
+    mime_type: str
+
+
+def contract_reference() -> str:
+    """The contract reference as markdown: every view and table of the contract with its description,
+    its columns' DuckDB types and descriptions (resources.contract_docs, what `traceql schema` prints)."""
+    from traceql.core.resources import contract_docs
+    from traceql.store.contract import CONTRACT_VERSION
+
+    docs = contract_docs()
+    lines = ["# traceql contract reference", "",
+             f"Contract version {CONTRACT_VERSION}. Every row carries trace_id; ts is a start in integer ns on the "
+             "trace clock and dur a duration in ns. Query these views with the sql tool; `where` filters of the "
+             "report tool run over them.", "", "| view | kind | description |", "|---|---|---|"]
+    lines += [f"| {d.name} | {d.kind} | {_cell(d.doc)} |" for d in docs.values()]
+    for d in docs.values():
+        lines += ["", f"## {d.name}", "", f"{d.doc} ({d.kind})", "", "| column | type | description |", "|---|---|---|"]
+        lines += [f"| {c.name} | {c.type} | {_cell(c.doc)} |" for c in d.columns]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def query_entry(q, sql: bool = False) -> dict:
+    """One query of the library as the resources give it: name, description, parameters (name ->
+    description, and the defaults of the reports), its input view, its documented columns, and its SQL."""
+    out = {"name": q.name, "uri": f"{QUERIES_URI}/{q.name}", "description": q.description,
+           "parameters": dict(q.params), "defaults": _jsonable([dict(q.defaults)])[0], "input": q.input,
+           "columns": [{"name": c.name, "description": c.doc} for c in q.columns.values()]}
+    if q.origin:
+        out["origin"] = q.origin
+    if sql:
+        out["sql"] = q.sql
+    return out
+
+
+def _library() -> dict:
+    from traceql.query import library
+
+    return library.collection()  # the built-in queries and those of $TRACEQL_QUERIES, as `traceql queries`
+
+
+def resources() -> dict[str, Resource]:
+    """uri -> Resource: the contract reference, the query library's index, and each query."""
+    out = [Resource(CONTRACT_URI, "contract", "The contract reference: every view and table traceql's SQL reads, "
+                    "with its description and its columns' types and descriptions (times in integer ns).",
+                    "text/markdown"),
+           Resource(QUERIES_URI, "queries", "The query library: each query's name, description, parameters, "
+                    "input view and columns (the reports run these; the SQL is in traceql://queries/NAME).",
+                    "application/json")]
+    out += [Resource(f"{QUERIES_URI}/{q.name}", f"query {q.name}", q.description, "application/json")
+            for q in _library().values()]
+    return {r.uri: r for r in out}
+
+
+def read_resource(uri: str) -> tuple[str, str]:
+    """(text, mime type) of resource URI; a UsageError naming the resources for an unknown one."""
+    if uri == CONTRACT_URI:
+        return contract_reference(), "text/markdown"
+    lib = _library()
+    if uri == QUERIES_URI:
+        return json.dumps([query_entry(q) for q in lib.values()], indent=1), "application/json"
+    name = uri[len(QUERIES_URI) + 1:] if uri.startswith(QUERIES_URI + "/") else None
+    if name in lib:
+        return json.dumps(query_entry(lib[name], sql=True), indent=1), "application/json"
+    raise UsageError(f"no resource {uri!r}; resources: {CONTRACT_URI}, {QUERIES_URI}, {QUERIES_URI}/NAME "
+                     f"(NAME: {', '.join(lib)})")
+
+
 def call(db: Path, name: str, args: dict | None) -> tuple[dict | None, str, bool]:
     """Run tool NAME with ARGS over workspace DB: (structured content, text, is_error). Every
     failure is a one-line error text ('traceql: error: ...'), never an exception."""
@@ -346,11 +431,28 @@ def serve(db: Path) -> None:
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured,
                                     is_error=error)
 
+    async def list_resources(ctx, params):
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
+            for r in (await anyio.to_thread.run_sync(resources)).values()])
+
+    async def read(ctx, params):
+        try:
+            text, mime = await anyio.to_thread.run_sync(read_resource, str(params.uri))
+        except TraceqlError as exc:
+            from mcp.shared.exceptions import MCPError
+            from mcp_types.jsonrpc import INVALID_PARAMS
+
+            raise MCPError(INVALID_PARAMS, f"traceql: error: {exc}") from None
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, mime_type=mime,
+                                                                             text=text)])
+
     server = Server("traceql", version=__version__,
                     instructions="traceql answers questions about GPU profiler traces (Nsight Systems, nvprof, "
                                  "PyTorch profiler) ingested into one workspace: call traces first, schema before "
                                  "writing SQL; times are integer nanoseconds.",
-                    on_list_tools=list_tools, on_call_tool=call_tool)
+                    on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+                    on_read_resource=read)
 
     async def main():
         async with stdio_server() as (read, write):
