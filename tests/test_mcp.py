@@ -181,7 +181,8 @@ def test_missing_workspace_and_bad_arguments_are_tool_errors(ws, tmp_path):
                           ("report", {"by": "kernel", "limit": 1})])
     texts = [one_line_error(r) for r in bad[:-1]]
     assert "'nope' is not one of" in texts[0] and "limit" in texts[1] and "'query' is a required" in texts[2]
-    assert "--group frame" in texts[3] and "--trace 99: no such trace" in texts[4]
+    assert texts[3] == "traceql: error: --group applies to --by range or source only"  # the CLI's words
+    assert "--trace 99: no such trace" in texts[4]
     assert "did you mean kernel" in texts[5] and "nam" in texts[6] and "no tool 'nope'" in texts[7]
     assert ok(bad[-1])["row_count"] == 1
 
