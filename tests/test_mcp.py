@@ -111,6 +111,8 @@ def test_tool_list_and_schemas(ws):
     assert view["view"] == "kernel" and view["description"] == doc.doc
     assert [(c["name"], c["type"], c["description"]) for c in view["columns"]] == \
         [(c.name, c.type, c.doc) for c in doc.columns]
+    units = {c["name"]: c["unit"] for c in view["columns"]}
+    assert (units["ts"], units["dur"], units["dynamic_shared_memory"], units["name"]) == ("ns", "ns", "bytes", None)
 
 
 def test_report_and_sql_equal_the_cli_csv(ws):
@@ -132,6 +134,10 @@ def test_report_and_sql_equal_the_cli_csv(ws):
     got = ok(rows)
     assert cells(got["rows"]) == want and got["row_count"] == len(want) and got["note"] is None
     assert {c["name"]: c["type"] for c in got["columns"]} == {"name": "string", "calls": "int64", "total_ns": "int64"}
+    assert [c["unit"] for c in got["columns"]] == [None, "count", "ns"]
+    units = {c["name"]: c["unit"] for c in ok(kernel)["columns"]}  # the kernel report's, one rule (core.units)
+    assert units == {"name": None, "calls": "count", "total_ns": "ns", "pct": "%", "avg_ns": "ns", "med_ns": "ns",
+                     "min_ns": "ns", "max_ns": "ns", "stddev_ns": "ns"}
     # and the source export itself (CUPTI kernels: count and summed duration)
     (n, total), = source("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
     assert sum(r["calls"] for r in got["rows"]) == n and sum(r["total_ns"] for r in got["rows"]) == total
@@ -272,6 +278,7 @@ def test_resources_contract_and_query_library(tmp_path):
     from mcp.shared.exceptions import MCPError
 
     from traceql.core.resources import contract_docs
+    from traceql.core.units import unit
     from traceql.query import library
     from traceql.store.contract import CONTRACT_VERSION
 
@@ -305,7 +312,8 @@ def test_resources_contract_and_query_library(tmp_path):
     assert [s.split("\n", 1)[0] for s in sections] == list(docs)
     for section, doc in zip(sections, docs.values()):
         rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| column")]
-        assert rows == [f"| {c.name} | {c.type} | {c.doc.replace('|', chr(92) + '|')} |" for c in doc.columns], doc.name
+        assert rows == [f"| {c.name} | {c.type} | {unit(c.name) or ''} | {c.doc.replace('|', chr(92) + '|')} |"
+                        for c in doc.columns], doc.name
     index = json.loads(texts["traceql://queries"].text)
     assert [q["name"] for q in index] == list(lib) and all("sql" not in q for q in index)
     for q in index:

@@ -17,7 +17,7 @@ Tools (TOOLS: name -> Tool, each with its JSON schema and a description):
 Resources: traceql://contract (the contract reference, markdown), traceql://queries (the query
 library's index, JSON) and traceql://queries/NAME (one query with its SQL).
 
-A result is structured content ({"columns": [{"name", "type"}], "rows": [{...}], "row_count",
+A result is structured content ({"columns": [{"name", "type", "unit"}], "rows": [{...}], "row_count",
 "note"}, times in ns as the CLI's csv gives them) and a short text table; an error is a tool
 error whose text is the CLI's one-line message ('traceql: error: ...').
 """
@@ -54,6 +54,13 @@ def _jsonable(rows: list[dict]) -> list[dict]:
     return json.loads(json.dumps(rows, default=json_value))
 
 
+def _column(field) -> dict:
+    """A result column: its name, Arrow type and unit (traceql.core.units: ns, bytes, %, count, ...; None)."""
+    from traceql.core.units import unit
+
+    return {"name": field.name, "type": str(field.type), "unit": unit(field.name)}
+
+
 def _result(table, note: str | None = None, row_count: int | None = None) -> dict:
     """A pyarrow Table as structured content: column names and types, rows, their count, a note."""
     from traceql.outputs.render import render
@@ -66,7 +73,7 @@ def _result(table, note: str | None = None, row_count: int | None = None) -> dic
         text.write(f"({shown.num_rows} of {n} rows shown here; every row returned is in the structured content)\n")
     if note:
         text.write(note + "\n")
-    return {"columns": [{"name": f.name, "type": str(f.type)} for f in table.schema],
+    return {"columns": [_column(f) for f in table.schema],
             "rows": _jsonable(table.to_pylist()), "row_count": n, "note": note, "text": text.getvalue()}
 
 
@@ -90,13 +97,16 @@ def _traces(db: Path, args: dict) -> dict:
 
 def _schema(db: Path, args: dict) -> dict:
     from traceql.core.resources import view_docs
+    from traceql.core.units import unit
 
     docs = view_docs(args.get("view"))
     views = [{"view": d.name, "kind": d.kind, "description": d.doc,
-              "columns": [{"name": c.name, "type": c.type, "description": c.doc} for c in d.columns]}
+              "columns": [{"name": c.name, "type": c.type, "unit": unit(c.name), "description": c.doc}
+                          for c in d.columns]}
              for d in docs.values()]
     text = "\n".join(f"{v['view']}: {v['description']}" + "".join(
-        f"\n  {c['name']}  {c['type']}  {c['description']}" for c in v["columns"]) if args.get("view")
+        f"\n  {c['name']}  {c['type']}{'  [' + c['unit'] + ']' if c['unit'] else ''}  {c['description']}"
+        for c in v["columns"]) if args.get("view")
         else f"{v['view']}: {v['description']}" for v in views)
     return {"views": views, "row_count": len(views), "note": None, "text": text}
 
@@ -172,7 +182,7 @@ def _analyze(db: Path, args: dict) -> dict:
 
     evidence = {name: order_and_limit(t, None, limit, per_trace=True) for name, t in result.evidence.items()}
     findings = _result(result.findings)
-    findings["evidence"] = {name: {"columns": [{"name": f.name, "type": str(f.type)} for f in t.schema],
+    findings["evidence"] = {name: {"columns": [_column(f) for f in t.schema],
                                    "rows": _jsonable(t.to_pylist()), "row_count": result.evidence[name].num_rows}
                             for name, t in evidence.items()}
     return findings
@@ -321,6 +331,7 @@ def contract_reference() -> str:
     """The contract reference as markdown: every view and table of the contract with its description,
     its columns' DuckDB types and descriptions (resources.contract_docs, what `traceql schema` prints)."""
     from traceql.core.resources import contract_docs
+    from traceql.core.units import unit
     from traceql.store.contract import CONTRACT_VERSION
 
     docs = contract_docs()
@@ -330,8 +341,9 @@ def contract_reference() -> str:
              "report tool run over them.", "", "| view | kind | description |", "|---|---|---|"]
     lines += [f"| {d.name} | {d.kind} | {_cell(d.doc)} |" for d in docs.values()]
     for d in docs.values():
-        lines += ["", f"## {d.name}", "", f"{d.doc} ({d.kind})", "", "| column | type | description |", "|---|---|---|"]
-        lines += [f"| {c.name} | {c.type} | {_cell(c.doc)} |" for c in d.columns]
+        lines += ["", f"## {d.name}", "", f"{d.doc} ({d.kind})", "", "| column | type | unit | description |",
+                  "|---|---|---|---|"]
+        lines += [f"| {c.name} | {c.type} | {unit(c.name) or ''} | {_cell(c.doc)} |" for c in d.columns]
     return "\n".join(lines) + "\n"
 
 
@@ -361,7 +373,7 @@ def _library() -> dict:
 def resources() -> dict[str, Resource]:
     """uri -> Resource: the contract reference, the query library's index, and each query."""
     out = [Resource(CONTRACT_URI, "contract", "The contract reference: every view and table traceql's SQL reads, "
-                    "with its description and its columns' types and descriptions (times in integer ns).",
+                    "with its description and its columns' types, units and descriptions (times in integer ns).",
                     "text/markdown"),
            Resource(QUERIES_URI, "queries", "The query library: each query's name, description, parameters, "
                     "input view and columns (the reports run these; the SQL is in traceql://queries/NAME).",
