@@ -326,3 +326,54 @@ def test_resources_contract_and_query_library(tmp_path):
     assert kernel["sql"].rstrip() in printed and "--param with_dims:" in printed
     assert json.loads(texts["traceql://queries/analyze/gpu_gaps"].text)["sql"] == lib["analyze/gpu_gaps"].sql
     assert unknown.startswith("traceql: error: no resource 'traceql://queries/nope'")
+
+
+KMEANS = "kmeans-rtx3080-old-nsys/report2.sqlite"
+
+
+def test_server_answers_while_another_process_reingests(ws, tmp_path):
+    """Another process ingests into the workspace the server serves (ingest writes a copy and renames it
+    over the file): every call made meanwhile answers, with the old workspace or the new one, never an
+    error; the calls after it see the new trace (each call opens the workspace anew)."""
+    import shutil
+
+    db = tmp_path / "ws.duckdb"
+    shutil.copyfile(ws, db)  # the module's workspace stays as it is for the other tests
+    (old,), = source("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    con = sqlite3.connect(f"file:{trace_file(KMEANS)}?mode=ro", uri=True)
+    (added,), = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall()
+    con.close()
+    params = StdioServerParameters(command=sys.executable, args=["-m", "traceql", "--db", str(db), "mcp"],
+                                   cwd=str(REPO), env={"PYTHONPATH": str(REPO)})
+    query = {"query": "SELECT count(*) AS n, count(DISTINCT trace_id) AS traces FROM kernel"}
+
+    async def run():
+        async with stdio_client(params, errlog=sys.stderr) as (read, write):
+            async with mcp.ClientSession(read, write) as client:
+                await client.initialize()
+                before = await client.call_tool("sql", query)
+                ingest = subprocess.Popen([sys.executable, "-m", "traceql", "--db", str(db), "ingest",
+                                           str(trace_file(KMEANS))], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                during = []
+                while ingest.poll() is None:
+                    result = await client.call_tool("sql", query)
+                    during.append((result, ingest.poll() is None))  # answered while the ingest still ran
+                    await anyio.sleep(0.05)
+                assert ingest.wait() == 0, ingest.stderr.read()
+                after = [await client.call_tool("sql", query), await client.call_tool("traces", {}),
+                         await client.call_tool("report", {"by": "kernel", "per_trace": True, "columns":
+                                                           ["trace_id", "calls"]})]
+                return before, during, after
+
+    before, during, (count, traces, per_trace) = anyio.run(run)
+    assert ok(before)["rows"] == [{"n": old, "traces": 1}]
+    assert sum(running for _, running in during) >= 1, "no call was made while the ingest ran"
+    for result, _ in during:
+        assert ok(result)["rows"] in ([{"n": old, "traces": 1}], [{"n": old + added, "traces": 2}])
+    assert ok(count)["rows"] == [{"n": old + added, "traces": 2}]
+    assert [(t["trace_id"], t["counts"]["kernel"]) for t in ok(traces)["traces"]] == [(1, old), (2, added)]
+    calls = {}
+    for r in ok(per_trace)["rows"]:
+        calls[r["trace_id"]] = calls.get(r["trace_id"], 0) + r["calls"]
+    assert calls == {1: old, 2: added}

@@ -2,7 +2,8 @@
 
 Built on the official `mcp` SDK (the `traceql[mcp]` extra) and on the library API only: each
 tool call opens the workspace read-only (traceql.open), answers, and closes it, so the server
-sees a workspace that another process ingests into meanwhile and never changes it.
+sees a workspace that another process ingests into meanwhile (ingest renames a new file over it;
+calls made meanwhile answer from the old one) and never changes it.
 
 Tools (TOOLS: name -> Tool, each with its JSON schema and a description):
   traces   what `traceql info` says
