@@ -19,7 +19,8 @@ import pytest
 
 import traceql
 from fixtures.gen_diff import ADDED, KERNELS, REMOVED, SLOWER, generate
-from traceql.analysis.diff import COLUMNS, GATE_EXIT
+from traceql.analysis.diff import COLUMNS
+from traceql.analysis.diff_rules import GATE_EXIT
 
 from .test_diff_stats import _yuen_by_hand, t_tail_by_integration
 from .util import REPO, trace_file
@@ -368,7 +369,7 @@ def test_reversed_pair_is_an_improvement_the_gate_passes(pair):
 def test_one_gpu_on_each_side_aligns_across_device_ids():
     """Rank 0 on GPU 0 against rank 1 on GPU 1: one 'GPU 0 / GPU 1 busy' row, not a removed and an
     added one; with two GPUs on a side the ids stay apart."""
-    from traceql.analysis.diff import _align_devices
+    from traceql.analysis.diff_compare import _align_devices
 
     row = {"calls": 1, "total_ns": 5}
     a = {("total", "GPU 0 busy"): row, ("total", "GPU 0 compute"): row, ("kernel", "GPU 0 busy"): row}
@@ -402,7 +403,8 @@ def test_iterations_of_another_kind_are_not_divided_by():
     """A with 10 ProfilerSteps, B with 40 iterations of an NVTX range: per iteration would divide
     by counts of different things, so whole traces are compared, and the reader is told; with
     --per-iteration as asked."""
-    from traceql.analysis.diff import Side, SideStats, compare, notes
+    from traceql.analysis.diff_compare import compare, notes
+    from traceql.analysis.diff_sides import Side, SideStats
 
     row = {"calls": 400, "total_ns": 4_000_000, "mean_ns": 10_000.0, "var_ns": 1e6, "tmean_ns": 10_000.0,
            "wvar_ns": 1e6, "total_var": 4e8, "med_ns": 10_000.0}

@@ -19,7 +19,7 @@ import pytest
 import traceql
 from fixtures.gen_diff import KERNELS, generate
 from fixtures.slowdown import kernel_totals, slow_down
-from traceql.analysis.diff import GATE_EXIT
+from traceql.analysis.diff_rules import GATE_EXIT
 
 from .test_fixtures_ingest import check_golden
 from .util import REPO
@@ -264,7 +264,7 @@ def test_one_anchor_for_both_sides(runs):
 
 
 def test_files_already_ingested_are_taken_from_the_workspace(runs, tmp_path):
-    from traceql.analysis.diff import Side, _already_ingested
+    from traceql.analysis.diff_sides import Side, _already_ingested
 
     side = Side("a", "file", path=runs["files"]["a"])
     assert _already_ingested(side, runs["db"]) and (side.trace_id, side.db) == (1, runs["db"])
@@ -371,7 +371,7 @@ def test_unpaired_gate_reads_the_per_call_change(runs):
     ({"effect_pct": 4.9, "delta_ns": 10.0, "q_value": 1e-6, "calls_delta_pct": 0.0}, "unchanged"),
 ])
 def test_verdict_wording_of_the_issues_examples(row, verdict):
-    from traceql.analysis.diff import _verdict
+    from traceql.analysis.diff_compare import _verdict
 
     full = {"present_a": True, "present_b": True, "kind": "instances", "p_value": row.get("q_value"), "pairs": None,
             "tmean_delta_pct": row["effect_pct"], **row}

@@ -193,7 +193,8 @@ def _diff(db: Path, args: dict) -> dict:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from traceql.analysis.diff import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, diff
+    from traceql.analysis.diff import diff
+    from traceql.analysis.diff_rules import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT
 
     # trace ids of this workspace only: a side given as a file would be read from this machine
     result = diff(str(args["a"]), str(args["b"]), db, alpha=args.get("alpha", DEFAULT_ALPHA),

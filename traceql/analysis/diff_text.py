@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from traceql.analysis.diff import GATE_EXIT, GATED, HEADLINE, SECTIONS, TITLES, Diff, gate_rows
+from traceql.analysis.diff import Diff, gate_rows
+from traceql.analysis.diff_rules import GATED, GATE_EXIT, HEADLINE, SECTIONS, TITLES
 
 
 def gate_message(d: "Diff", failed: list, pct: float) -> str:

@@ -168,7 +168,7 @@ Tables and markdown show the changed rows; csv, tsv, json and parquet give every
 @click.pass_obj
 def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_iteration, kernel_key, paired,
          sections, limit, show_all):
-    from traceql.analysis.diff import GATE_EXIT
+    from traceql.analysis.diff_rules import GATE_EXIT
     from traceql.analysis.diff_text import gate_message, write_text
     from traceql.analysis.diff import diff as compare_runs
 
