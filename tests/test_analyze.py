@@ -312,7 +312,8 @@ def test_every_rule_joins_in_linear_or_n_log_n_time(fixture):
             plan = ws.execute("EXPLAIN (FORMAT json) " + r.query.sql, bound).fetchall()
             ops = [op for _, p in plan for tree in json.loads(p) for op in _operators(tree)]
             assert any(n == "ASOF_JOIN" for n, _ in ops) or name in (
-                "pageable_memcpy", "sync_memcpy", "sync_memset", "small_kernels", "iterations", "tensor_cores"), name
+                "pageable_memcpy", "sync_memcpy", "sync_memset", "small_kernels", "iterations", "tensor_cores",
+                "memory_peak"), name
             problems += [f"{name}: {b}" for b in _bad_joins(ops)]
     finally:
         ws.execute("RESET asof_loop_join_threshold")

@@ -13,6 +13,9 @@ parameters, defaults, columns, labels), a rule's header says how to present it:
     -- show: at_ns, gap_ns, ...       (the columns of the evidence table for people)
     -- role: context                  (optional: context rather than a problem, e.g. iterations:
                                        printed first, not ranked among the findings)
+    -- cost: memory                   (optional: the findings cost memory, not time (memory_leak,
+                                       memory_peak, allocator_churn): their recoverable_ns is 0, the
+                                       summary leaves it out, and --fail-on counts every finding)
 
 analyze() runs the rules and returns an Analysis: one summary row per trace and rule, ranked
 by recoverable time, and every rule's evidence rows as Arrow tables. A rule may abstain: a
@@ -33,7 +36,7 @@ from traceql.core.errors import UsageError
 PREFIX = "analyze/"
 FINDINGS_EXIT = 8  # exit code of `traceql analyze --fail-on RULE` when RULE has findings
 
-_META = re.compile(r"^--\s*(advice|finding|group|total|show|role):\s*(.+)$")
+_META = re.compile(r"^--\s*(advice|finding|group|total|show|role|cost):\s*(.+)$")
 
 
 @dataclass
@@ -46,6 +49,7 @@ class Rule:
     total: str | None = None
     show: list[str] = field(default_factory=list)
     context: bool = False
+    memory: bool = False       # `-- cost: memory`: findings cost memory, not time
 
     @property
     def description(self) -> str:
@@ -74,7 +78,7 @@ def rules() -> dict[str, Rule]:
             finding if len(finding) == 2 else (finding[0], finding[0] + "s"),
             meta.get("group"), meta.get("total"),
             [c.strip() for c in meta.get("show", "").split(",") if c.strip()],
-            meta.get("role") == "context")
+            meta.get("role") == "context", meta.get("cost") == "memory")
     return out
 
 
@@ -112,7 +116,7 @@ class Analysis:
 
     def failed(self, names) -> list[str]:
         """Those of the rules NAMES ('any': every rule run) with at least one finding of
-        recoverable time above zero."""
+        recoverable time above zero (of a memory rule: at least one finding)."""
         import pyarrow.compute as pc
 
         wanted = list(self.rules) if "any" in names else [rule(n).name for n in names]
@@ -121,7 +125,8 @@ class Analysis:
             if name not in self.evidence:
                 raise UsageError(f"--fail-on {name}: the rule was not run (see --rule)")
             rec = self.evidence[name].column("recoverable_ns")
-            if pc.sum(pc.greater(rec.fill_null(0), 0)).as_py():
+            hit = pc.is_valid(rec) if self.rules[name].memory else pc.greater(rec.fill_null(0), 0)
+            if pc.sum(hit).as_py():
                 out.append(name)
         return out
 
@@ -200,7 +205,7 @@ def _summary_row(r: Rule, table, trace_id: int, span: int | None, used: dict) ->
     return {
         "trace_id": trace_id, "rule": r.name, "role": "context" if r.context else "finding",
         "findings": found.num_rows, "recoverable_ns": recoverable, "span_ns": span,
-        "recoverable_pct": None if not span else 100.0 * recoverable / span,
+        "recoverable_pct": None if not span or r.memory else 100.0 * recoverable / span,
         "summary": summary, "breakdown": breakdown,
         "thresholds": ", ".join(f"{p}={_value_text(p, v)}" for p, v in used.items()),
         "note": notes[0] if notes else None,
@@ -217,7 +222,9 @@ def _summary_text(r: Rule, found, labels: dict) -> tuple[str, str | None]:
 
     def amounts(n, recoverable, total, short=False):
         noun = r.finding[0] if n == 1 else r.finding[1]
-        parts = [f"{n:,} {noun}", human_ns(recoverable) if short else f"recoverable {human_ns(recoverable)}"]
+        parts = [f"{n:,} {noun}"]
+        if not r.memory:
+            parts.append(human_ns(recoverable) if short else f"recoverable {human_ns(recoverable)}")
         if r.total:
             label = labels.get(r.total, r.total[:-3] if r.total.endswith("_ns") else r.total)
             parts.append(f"{label} {human_ns(total) if r.total.endswith('_ns') else _count(r.total, total)}")
@@ -243,7 +250,7 @@ def _summary_text(r: Rule, found, labels: dict) -> tuple[str, str | None]:
 def _count(name: str, n) -> str:
     from traceql.outputs.numbers import human_bytes
 
-    return human_bytes(n) if name == "bytes" else f"{n:,}"
+    return human_bytes(n) if name.endswith("bytes") else f"{n:,}"
 
 
 def _value_text(param: str, value) -> str:

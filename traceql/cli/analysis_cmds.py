@@ -29,6 +29,10 @@ Runs the rules of the query library's analyze/ folder (traceql queries analyze/R
   small_kernels    kernels shorter than their launch call (launch overhead)
   low_utilization  chunks of a GPU's time with low time utilization
   exposed_comm     communication kernels no computation overlapped
+  tensor_cores     matrix products whose kernels use no tensor cores
+  memory_leak      GPU memory that grows across iterations, never freed
+  allocator_churn  device allocations and frees of one size in an iteration
+  memory_peak      a GPU's peak memory within 10% of its capacity
   iterations       iterations (ProfilerStep, a repeated range), their spread
 
 Each finding comes with evidence rows (the gaps, calls, copies, kernels or windows, with the
@@ -37,7 +41,7 @@ overlap, so their times are not to be added. --param NAME=VALUE sets a rule's th
 (--list shows them with their defaults). Tables and markdown show the top --limit rows per rule
 (default 5); csv, tsv and parquet give one row per rule, or with a single --rule its evidence
 rows; json gives both. --fail-on RULE (or 'any') exits with code 8 when the rule has findings
-with recoverable time, for CI.
+with recoverable time (a memory rule: any finding; they cost memory, not time), for CI.
 """
 
 

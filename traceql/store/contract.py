@@ -43,7 +43,8 @@ CHANGES = {
        "hostile input: Kineto device ids beyond 32 bits and op sizes that are not counts (or FLOPs past 2**63-1) "
        "are NULL with a warning; "
        "memory_event (allocations and frees with levels and ranges, Kineto profile_memory and nsys "
-       "--cuda-memory-usage); trace.driver_version, cuda_driver_version, cuda_runtime_version and torch_version "
+       "--cuda-memory-usage) and the analyze rules memory_leak, allocator_churn and memory_peak; "
+       "trace.driver_version, cuda_driver_version, cuda_runtime_version and torch_version "
        "(diff warns when they differ)",
 }
 
