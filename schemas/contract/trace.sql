@@ -4,7 +4,7 @@ CREATE TABLE trace (
     path              VARCHAR NOT NULL, -- absolute path of the source file at ingest time
     file_size         BIGINT,           -- size of the source file in bytes
     file_sha256       VARCHAR,          -- SHA-256 of the source file's bytes at ingest (hex): traceql upgrade reads the file again only when it still matches
-    source_format     VARCHAR NOT NULL, -- 'nsys' (Nsight Systems SQLite export), 'nvprof' (nvprof SQLite database), 'kineto' (PyTorch profiler Chrome-trace JSON), 'rocpd' (AMD rocprofv3 SQLite database), 'rocprof' (AMD rocprof v1 results.db) or 'rpd' (rocmProfileData rpd_tracer file)
+    source_format     VARCHAR NOT NULL, -- 'nsys' (Nsight Systems SQLite export), 'nvprof' (nvprof SQLite database), 'kineto' (PyTorch profiler Chrome-trace JSON), 'rocpd' (AMD rocprofv3 SQLite database), 'rocprofv3_json' (AMD rocprofv3 JSON output), 'rocprof' (AMD rocprof v1 results.db) or 'rpd' (rocmProfileData rpd_tracer file)
     exporter_version  VARCHAR,          -- version of the tool that wrote the file (EXPORT_PRODUCT_VERSION); NULL when the file does not say
     schema_version    VARCHAR,          -- export schema version stored in the file (EXPORT_SCHEMA_VERSION, nvprof Version); NULL when absent
     layout            VARCHAR NOT NULL, -- schemas/ adapter folder that read the file, e.g. 'nsys/v3'

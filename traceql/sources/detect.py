@@ -10,7 +10,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from traceql.sources import kineto
+from traceql.sources import kineto, rocprof_json
 from traceql.core.errors import InputError, UnsupportedVersionError
 from traceql.sources.versions import kineto_versions, nsys_versions
 
@@ -43,7 +43,7 @@ ROCPD_TABLE = re.compile(r"(rocpd_[a-z_]+?)_([0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}
 @dataclass
 class Detected:
     path: Path
-    source_format: str                      # 'nsys', 'nvprof', 'kineto', 'rocpd', 'rocprof' or 'rpd'
+    source_format: str                      # 'nsys', 'nvprof', 'kineto', 'rocpd', 'rocprofv3_json', 'rocprof' or 'rpd'
     layout: str                             # e.g. 'nsys/v3'
     schema_version: str | None = None
     exporter_version: str | None = None
@@ -241,6 +241,8 @@ def detect(path: str | os.PathLike) -> Detected:
             head = fh.read(100)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not head.startswith(SQLITE_MAGIC) and rocprof_json.sniff(path, head):
+        return Detected(path, "rocprofv3_json", "rocpd/v3", schema_version=None, exporter_version=None)
     if not head.startswith(SQLITE_MAGIC) and kineto.sniff(path, head):
         return _kineto_layout(path)
     if not head.startswith(SQLITE_MAGIC):

@@ -48,7 +48,7 @@ from typing import Any, Union
 import msgspec
 
 from traceql.core.errors import InputError, UnsupportedVersionError
-from traceql.sources.stage_report import StageReport
+from traceql.sources.stage_report import StageReport, create_raw_tables
 from traceql.sources.versions import kineto_versions
 
 # schemaVersion -> layout folder under schemas/kineto/. Every trace seen (2020-2026 builds, CUDA
@@ -393,12 +393,7 @@ def stage(con, path: Path, raw_ddl: str, progress=None, det=None) -> KinetoStage
     import pyarrow as pa
 
     report = KinetoStageReport()
-    home = con.execute("SELECT current_database()").fetchone()[0]
-    con.execute("USE raw")
-    try:
-        con.execute(raw_ddl)
-    finally:
-        con.execute(f'USE "{home}"')
+    create_raw_tables(con, raw_ddl)
     size = max(path.stat().st_size, 1)
     n = 0
     with _open(path) as fh:

@@ -17,7 +17,7 @@ import duckdb
 
 from traceql.sources.detect import connect_readonly, is_wal, sqlite_error
 from traceql.core.faults import is_interrupt
-from traceql.sources.stage_report import StageReport
+from traceql.sources.stage_report import StageReport, create_raw_tables
 
 BATCH_ROWS = 100_000
 
@@ -138,12 +138,7 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
     `total` declared tables are finished, holding `rows` rows. source_names: the file's own name
     of a table staged under another (rocpd's guid-suffixed tables), when they differ."""
     report = StageReport()
-    home = con.execute("SELECT current_database()").fetchone()[0]
-    con.execute("USE raw")
-    try:
-        con.execute(raw_ddl)
-    finally:
-        con.execute(f"USE {_quote(home)}")
+    create_raw_tables(con, raw_ddl)
     declared = _declared_tables(con)
     if is_wal(path):  # sqlite_scanner would create -shm/-wal files next to it: see connect_readonly
         scanner_problem = "a WAL-mode file, read as immutable so that nothing is created next to it"

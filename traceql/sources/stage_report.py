@@ -1,6 +1,7 @@
 """What staging a source file read, for ingest's diagnostics (ingest_stats): the reader used, tables
 read another way or absent, absent columns, rows read, duplicate keys dropped. The SQLite reader
-(reader.py) and the PyTorch profiler JSON reader (kineto.py) both fill one."""
+(reader.py), the PyTorch profiler JSON reader (kineto.py) and the rocprofv3 JSON reader
+(rocprof_json.py) each fill one."""
 
 from __future__ import annotations
 
@@ -17,6 +18,17 @@ ESSENTIAL_COLUMNS = {
 }
 
 
+def create_raw_tables(con, raw_ddl: str) -> None:
+    """Run RAW_DDL (a layout's raw.sql: CREATE TABLE statements) in the `raw` catalog, where every
+    reader stages the source's tables."""
+    home = con.execute("SELECT current_database()").fetchone()[0]
+    con.execute("USE raw")
+    try:
+        con.execute(raw_ddl)
+    finally:
+        con.execute('USE "' + home.replace('"', '""') + '"')
+
+
 @dataclass
 class StageReport:
     reader: str = "sqlite_scanner"
@@ -25,6 +37,7 @@ class StageReport:
     missing_columns: dict[str, list[str]] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
     duplicate_keys: dict[str, int] = field(default_factory=dict)  # table -> rows dropped
+    source_stats: list[tuple] = field(default_factory=list)  # the reader's own ingest_stats rows (key, value, severity, detail)
 
     def absent_essentials(self) -> list[tuple[str, int, str, str]]:
         """ingest_stats rows (key, value, severity, detail): the ESSENTIAL_COLUMNS a table of the

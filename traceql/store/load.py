@@ -24,7 +24,7 @@ from traceql.core.settings import DEFAULT_MEMORY_LIMIT
 from traceql.core.version import __version__
 from traceql.derive import callstacks, derivation
 from traceql.derive.pytorch import load_data, prepare_kernel_op
-from traceql.sources import kineto, ranks
+from traceql.sources import kineto, ranks, rocprof_json
 from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
 from traceql.sources.adapters import prepare as prepare_adapters
 from traceql.sources.detect import Detected
@@ -163,6 +163,8 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
     try:
         if det.source_format == "kineto":  # JSON, not SQLite: traceql/kineto.py stages it
             report = kineto.stage(con, path, raw_ddl(det.layout), progress=staging, det=det)
+        elif det.source_format == "rocprofv3_json":  # JSON staged as rocpd tables (sources/rocprof_json.py)
+            report = rocprof_json.stage(con, path, raw_ddl(det.layout), progress=staging)
         else:
             report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging,
                            source_names=det.source_names)
@@ -419,6 +421,7 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
                      "tables not in this export (lazy export or older layout), read as empty: "
                      + ", ".join(sorted(report.missing_tables))))
     rows += report.absent_essentials()
+    rows += report.source_stats  # the reader's own rows (rocprofv3 JSON: record kinds not read)
     for warning in det.warnings:
         rows.append(("schema.version_newer_than_known" if "newer" in warning else "schema.note",
                      None, "warning", warning))
