@@ -1,4 +1,4 @@
--- analyze/sync_calls: synchronizing CUDA API calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and their driver forms, and host reads: device-to-host copies whose call returned only when the copy was done, as .item(), .cpu() and .tolist() make) that blocked a host thread, each with how long it waited, the PyTorch op and NVTX range that forced it, and how long the GPU then sat idle for want of queued work.
+-- analyze/sync_calls: synchronizing CUDA API calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and their driver forms, HIP's hipDeviceSynchronize, hipStreamSynchronize, hipEventSynchronize on AMD, and host reads: device-to-host copies whose call returned only when the copy was done, as .item(), .cpu() and .tolist() make) that blocked a host thread, each with how long it waited, the PyTorch op and NVTX range that forced it, and how long the GPU then sat idle for want of queued work.
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- param min_wait_ns: a call counts when its thread waited at least this long, in ns
 -- default min_wait_ns: 0
@@ -14,7 +14,7 @@
 -- column wait_ns: how long the thread was blocked in ns (sync_event.dur; the call's duration when the trace recorded no synchronization for it); for a host read, from the call's start to the copy's start on the GPU (the copy's own time is pageable_memcpy's)
 -- column gpu_idle_ns: how long the GPU (the call's device) then ran nothing: the last idle gap that began while the call waited (the GPU running dry), to the next operation on that GPU, in ns; 0 when the GPU never ran dry
 -- column recoverable_ns: gpu_idle_ns: GPU time lost because the thread that queues work was blocked (the host's own wait, wait_ns, costs no GPU time while the GPU works)
--- column device_id: GPU synchronized with (sync_event.device_id; without a record, the GPU that ran most of the process's operations)
+-- column device_id: GPU synchronized with (sync_event.device_id; when the record names none (AMD traces) or there is no record, the GPU that ran most of the process's operations)
 -- column stream_id: stream synchronized, NULL for device and event synchronizations
 -- column op: the PyTorch op that forced the wait: the outermost op (torch_op.top_range_id) around the innermost range open on the calling thread at the call, e.g. 'aten::item'; NULL when that range is no PyTorch op
 -- column range_path: the innermost NVTX push/pop range open on the calling thread at the call (nvtx_range.path), NULL when none
@@ -58,8 +58,9 @@ process_gpu AS (  -- the GPU that ran most of each process's operations
 ),
 syncs AS (
     SELECT s.trace_id, s.sync_id, s.api_name AS call, s.kind, s.ts, s.dur AS wait_ns, s.ts + s.dur AS end_ts,
-           s.device_id, s.stream_id, s.pid, s.tid
+           coalesce(s.device_id, d.device_id) AS device_id, s.stream_id, s.pid, s.tid
     FROM sync_event s
+    LEFT JOIN process_gpu d ON d.trace_id = s.trace_id AND d.pid = s.pid
     WHERE s.kind IN ('device', 'stream', 'event') AND s.dur >= $min_wait_ns
       AND ($trace_id IS NULL OR s.trace_id = $trace_id)
     UNION ALL
@@ -68,15 +69,17 @@ syncs AS (
     WHERE ts < copy_ts AND ts + call_ns >= copy_ts + copy_ns AND copy_ts - ts >= $min_wait_ns
     UNION ALL
     SELECT a.trace_id, -1099511627776 - a.api_id, a.name,
-           CASE WHEN a.name IN ('cudaStreamSynchronize', 'cuStreamSynchronize') THEN 'stream'
-                WHEN a.name IN ('cudaEventSynchronize', 'cuEventSynchronize') THEN 'event' ELSE 'device' END,
+           CASE WHEN a.name IN ('cudaStreamSynchronize', 'cuStreamSynchronize', 'hipStreamSynchronize') THEN 'stream'
+                WHEN a.name IN ('cudaEventSynchronize', 'cuEventSynchronize', 'hipEventSynchronize') THEN 'event'
+                ELSE 'device' END,
            a.ts, a.dur, a.ts + a.dur, d.device_id, CAST(NULL AS BIGINT), a.pid, a.tid
     FROM api_call a
     ANTI JOIN recorded r ON r.trace_id = a.trace_id AND r.api_id = a.api_id
     LEFT JOIN process_gpu d ON d.trace_id = a.trace_id AND d.pid = a.pid
     WHERE ($trace_id IS NULL OR a.trace_id = $trace_id) AND a.dur >= $min_wait_ns
       AND a.name IN ('cudaDeviceSynchronize', 'cudaThreadSynchronize', 'cuCtxSynchronize', 'cudaStreamSynchronize',
-                     'cuStreamSynchronize', 'cudaEventSynchronize', 'cuEventSynchronize')
+                     'cuStreamSynchronize', 'cudaEventSynchronize', 'cuEventSynchronize',
+                     'hipDeviceSynchronize', 'hipCtxSynchronize', 'hipStreamSynchronize', 'hipEventSynchronize')
 ),
 work AS (  -- GPU operations and CUDA graphs traced whole (graph_exec, keyed -1 - exec_row_id)
     SELECT trace_id, device_id, op_id, ts, dur

@@ -7,7 +7,7 @@
 -- process, and among several calls of that key the one that started last at or before the
 -- synchronization (one ASOF join over the calls of the synchronizations' keys only). Its kind is
 -- read from the call's name, which says the same in every exporter version (nsys's syncType
--- numbering does not); without a call, from the format's hint (nvprof's CUPTI type), else
+-- numbering does not; HIP's names as CUDA's); without a call, from the format's hint (nvprof's CUPTI type), else
 -- 'unknown'.
 CREATE OR REPLACE TEMP VIEW derived_sync_event AS
 WITH s AS (
@@ -28,11 +28,11 @@ linked AS (
 SELECT
     getvariable('trace_id')::INTEGER AS trace_id, sync_id,
     CASE
-        WHEN regexp_matches(api_name, '^(cudaDeviceSynchronize|cudaThreadSynchronize|cuCtxSynchronize)') THEN 'device'
-        WHEN regexp_matches(api_name, '^(cudaStreamSynchronize|cuStreamSynchronize)') THEN 'stream'
-        WHEN regexp_matches(api_name, '^(cudaEventSynchronize|cuEventSynchronize)') THEN 'event'
-        WHEN regexp_matches(api_name, '^(cudaEventQuery|cuEventQuery)') THEN 'event_query'
-        WHEN regexp_matches(api_name, '^(cudaStreamWaitEvent|cuStreamWaitEvent)') THEN 'stream_wait'
+        WHEN regexp_matches(api_name, '^(cudaDeviceSynchronize|cudaThreadSynchronize|cuCtxSynchronize|hipDeviceSynchronize|hipCtxSynchronize)') THEN 'device'
+        WHEN regexp_matches(api_name, '^(cudaStreamSynchronize|cuStreamSynchronize|hipStreamSynchronize)') THEN 'stream'
+        WHEN regexp_matches(api_name, '^(cudaEventSynchronize|cuEventSynchronize|hipEventSynchronize)') THEN 'event'
+        WHEN regexp_matches(api_name, '^(cudaEventQuery|cuEventQuery|hipEventQuery)') THEN 'event_query'
+        WHEN regexp_matches(api_name, '^(cudaStreamWaitEvent|cuStreamWaitEvent|hipStreamWaitEvent)') THEN 'stream_wait'
         ELSE coalesce(kind_hint, 'unknown')
     END AS kind,
     device_id, context_id, stream_id, event_id, pid, tid, ts, dur, correlation_id, api_id, api_name

@@ -8,6 +8,7 @@ import json
 import sys
 
 from traceql.core.text import clean_text
+from traceql.sources.detect import api_words
 from traceql.outputs.cells import shorten_middle, text_width
 from traceql.outputs.numbers import human_ns, in_unit
 from traceql.outputs.render import json_value, render
@@ -56,7 +57,7 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
         mine = [r for r in rows if not summary.per_trace or r["trace_id"] in ids]
         for section, what in (
                 ("GPU activities", "all GPU activities (kernels, copies, memsets, graph executions)"),
-                ("API calls", "all CUDA API calls")):
+                ("API calls", f"all {api_words(t['source_format'] for t in group)}")):
             part = [r for r in mine if r["section"] == section]
             out.write("\n" + fill(f"{section} (Time(%) = share of the summed time of {what}, not of wall time):",
                                    width, "") + "\n")

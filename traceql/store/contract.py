@@ -40,6 +40,7 @@ CHANGES = {
        "comm_bytes, compute columns without communication kernels, and '[no op: <reason>]' rows; "
        "trace.source_format 'rocpd' (rocprofv3 databases: agents as devices, HIP calls as api_call) and "
        "'rocprof' (rocprof v1 results.db) and 'rpd' (rocmProfileData) and 'rocprofv3_json' (rocprofv3 JSON); "
+       "sync_event rows for synchronizing HIP calls on AMD traces, which analyze's sync_calls counts; "
        "hostile input: Kineto device ids beyond 32 bits and op sizes that are not counts (or FLOPs past 2**63-1) "
        "are NULL with a warning; "
        "memory_event (allocations and frees with levels and ranges, Kineto profile_memory and nsys "

@@ -27,7 +27,7 @@ from traceql.derive.pytorch import load_data, prepare_kernel_op
 from traceql.sources import kineto, ranks, rocprof_json
 from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
 from traceql.sources.adapters import prepare as prepare_adapters
-from traceql.sources.detect import Detected
+from traceql.sources.detect import Detected, api_words
 from traceql.sources.digest import FileDigest
 from traceql.sources.reader import stage
 from traceql.store import contract, stored
@@ -62,7 +62,7 @@ class IngestResult:
             return ("no GPU events (kernels, copies, memsets): was the PyTorch profiler run without "
                     "ProfilerActivity.CUDA in its activities?")
         if c.get("api_call"):
-            return ("CUDA API calls but no kernel, copy or memset: the program ran no GPU work while it "
+            return (f"{api_words([fmt])} but no kernel, copy or memset: the program ran no GPU work while it "
                     "was profiled")
         tool = "nsys profile -t cuda,nvtx" if fmt == "nsys" else "nvprof (without --profile-api-trace none)"
         return (f"no CUDA API calls and no GPU work: the file was captured without CUDA tracing (NVTX or "
