@@ -319,28 +319,21 @@ def test_values_beyond_the_contract_types_are_an_input_error(tmp_path, workspace
     assert sha256(workspace) == before
 
 
-def test_durations_whose_sum_overflows_still_ingest(tmp_path):
-    """Kernels that end at 2**63-1 each fit the contract, but their summed time does not: the
-    stored unattributed total saturates at 2**63-1 instead of failing the whole ingest (a fuzz
-    variant of a real export found it), and the range report still answers."""
+def test_durations_whose_sum_overflows_are_refused(tmp_path, workspace):
+    """Kernels that end at 2**63-1 each fit BIGINT, but their summed time does not (a fuzz variant
+    of a real export found it: the kernel report's total was printed empty). They lie beyond
+    traceql's time limit of +-2**62 ns (docs/errors.md): refused at ingest, exit 3, one line
+    naming the file and the value; the workspace unchanged."""
     g, top = GLOBAL_PID, 9223372036854775807
     path = make_sqlite(tmp_path / "long_kernels.sqlite", BASE + [
         f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, {top}, 0, 7, 5, {g}, 1, 2), "
         f"(2, {top}, 0, 7, 6, {g}, 1, 2)"])
-    db = tmp_path / "ws.duckdb"
-    traceql.ingest([path], db=db)
-    assert rows(db, "SELECT dur FROM kernel ORDER BY kernel_id") == [{"dur": top - 1}, {"dur": top - 2}]
-    assert rows(db, "SELECT ops, kernels, kernel_ns FROM unattributed_gpu") == [
-        {"ops": 2, "kernels": 2, "kernel_ns": top}]
-    assert rows(db, "SELECT busy_ns FROM device_busy") == [{"busy_ns": top - 1}]
-    # the kernel report's total does not fit BIGINT: it is NULL, the rest of the report answers
-    assert {r["report"] for r in rows(db, "SELECT report FROM stored_report")} == {"range", "api", "kernel", "gpu"}
-    proc = cli("--db", str(db), "report", "--by", "range", "--format", "csv")
-    assert proc.returncode == 0, proc.stderr
-    assert f"[unattributed],,,,{top}" in proc.stdout
-    kernel = cli("--db", str(db), "report", "--by", "kernel", "--format", "csv", "-c", "name,calls,total_ns,max_ns")
-    assert kernel.returncode == 0, kernel.stderr
-    assert kernel.stdout == f"name,calls,total_ns,max_ns\nk(int),2,,{top - 1}\n"
+    before = sha256(workspace)
+    proc = cli("--db", str(workspace), "ingest", str(path))
+    assert proc.returncode == 3
+    assert one_line(proc) == (f"traceql: error: {path}: kernel.ts + dur = {top} ns is beyond traceql's time limit "
+                              "of +-2**62 ns (+-4611686018427387904: headroom for 64-bit arithmetic, see docs/errors.md)")
+    assert sha256(workspace) == before
 
 
 def test_two_calls_with_one_correlation_id(tmp_path):
@@ -1176,20 +1169,21 @@ def test_an_unreadable_sm_count_keeps_the_gpu(tmp_path):
 
 
 def test_sums_beyond_64_bits_leave_the_reports_working(tmp_path):
-    """Copies of 2**62 bytes and ranges near 2**62 ns each fit the contract, but their sums do
-    not: report --by memcpy and --by range failed with an INT128 conversion error for every
-    trace of the workspace. The sum that does not fit is NULL; the rest answers."""
+    """Copies of 2**62 bytes, and ranges near 2**62 ns in three traces, each fit the contract
+    (and each trace's times its limit), but their sums do not: report --by memcpy and --by range
+    failed with an INT128 conversion error for every trace of the workspace. The sum that does
+    not fit is NULL; the rest answers."""
     g = GLOBAL_PID
     big = 1 << 62
-    path = make_sqlite(tmp_path / "big.sqlite", BASE + [
+    paths = [make_sqlite(tmp_path / f"big{n}.sqlite", BASE + [
         "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER, "
         "correlationId INTEGER, globalPid INTEGER, bytes INTEGER, copyKind INTEGER, srcKind INTEGER, dstKind INTEGER)",
         *[f"INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES ({i * 10}, {i * 10 + 5}, 0, 7, {100 + i}, {g}, {big}, 1, 0, 2)"
-          for i in range(4)],
-        *[f"INSERT INTO NVTX_EVENTS VALUES ({i}, {i + big}, 59, NULL, NULL, NULL, 'huge', {g + i}, NULL, NULL, NULL)"
-          for i in range(3)]])
+          for i in range(4 if n == 0 else 0)],
+        f"INSERT INTO NVTX_EVENTS VALUES (0, {big - 1000}, 59, NULL, NULL, NULL, 'huge', {g}, NULL, NULL, NULL)"])
+        for n in range(3)]
     db = tmp_path / "ws.duckdb"
-    traceql.ingest([nsys_stub(tmp_path / "small.sqlite"), path], db=db)
+    traceql.ingest([nsys_stub(tmp_path / "small.sqlite"), *paths], db=db)
     memcpy = cli("--db", str(db), "report", "--by", "memcpy", "--per-trace", "--format", "csv", "-c",
                  "trace_id,kind,calls,total_ns,total_bytes")
     assert memcpy.returncode == 0, memcpy.stderr

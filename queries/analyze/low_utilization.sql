@@ -34,6 +34,8 @@
 -- an ASOF join at each chunk boundary. No interval join. A CUDA graph traced whole (graph_exec)
 -- is one operation from its start to its end, so a chunk inside one is busy.
 -- Graph executions are keyed by -1 - graph_exec.exec_row_id (gpu_op.op_id is never negative).
+-- A chunk's bounds multiply the span by the chunk index in 128 bits (a span of days times
+-- chunks=10**6 passes 2**63), and the middle is ts + half the chunk (ts + end_ts can overflow).
 WITH busy_ops AS (
     SELECT trace_id, device_id, op_id, ts, ts + dur AS end_ts
     FROM (
@@ -50,8 +52,8 @@ chunks AS (
 ),
 bounds AS (
     SELECT trace_id, device_id, chunk, first_ts,
-           first_ts + (last_end - first_ts) * chunk // $chunks AS ts,
-           first_ts + (last_end - first_ts) * (chunk + 1) // $chunks AS end_ts
+           first_ts + ((last_end - first_ts)::HUGEINT * chunk // $chunks)::BIGINT AS ts,
+           first_ts + ((last_end - first_ts)::HUGEINT * (chunk + 1) // $chunks)::BIGINT AS end_ts
     FROM chunks
 ),
 at_start AS (
@@ -73,7 +75,7 @@ util AS (
     JOIN at_end e ON e.trace_id = b.trace_id AND e.device_id IS NOT DISTINCT FROM b.device_id AND e.chunk = b.chunk
 ),
 low AS (
-    SELECT *, 100.0 * busy_ns / chunk_ns AS util_pct, (ts + end_ts) // 2 AS mid
+    SELECT *, 100.0 * busy_ns / chunk_ns AS util_pct, ts + (end_ts - ts) // 2 AS mid
     FROM util WHERE chunk_ns > 0 AND 100.0 * busy_ns / chunk_ns < $max_util_pct
 ),
 launchers AS (

@@ -24,6 +24,14 @@ BLOCK_ALLOCATOR_MEMORY = "1.5GB"  # with the default limit: freed blocks kept fo
 NVTX_DEPTH_CAP = 64
 
 
+# Times and durations must leave headroom for the 64-bit integer arithmetic of traceql's own SQL
+# (a span end - start, a midpoint, the sum of two times, a report's sum of durations). Ingest
+# refuses a file (exit 3, traceql.store.load.check_time_limits) in which any ts, ts + dur, or UTC
+# time (the session start + ts) lies outside (-TIME_LIMIT_NS, TIME_LIMIT_NS), or whose
+# durations, as absolute values, add up to TIME_LIMIT_NS or more. 2**62 ns is about 146 years:
+# epoch timestamps reach it in the year 2116. docs/errors.md states the rule.
+TIME_LIMIT_NS = 2 ** 62
+
 _MEMORY_SIZE = re.compile(r"\s*\d+(\.\d+)?\s*(B|[KMGT]i?B|%)?\s*", re.I)
 
 

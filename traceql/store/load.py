@@ -20,7 +20,7 @@ import duckdb
 from traceql.core.errors import InputError, WorkspaceError
 from traceql.core.faults import first_line
 from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema
-from traceql.core.settings import DEFAULT_MEMORY_LIMIT
+from traceql.core.settings import DEFAULT_MEMORY_LIMIT, TIME_LIMIT_NS
 from traceql.core.version import __version__
 from traceql.derive import callstacks, derivation
 from traceql.derive.pytorch import load_data, prepare_kernel_op
@@ -175,11 +175,14 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
         source_stats = con.execute("SELECT key, value, severity, detail FROM src_stats").fetchall()
         utc = con.execute("SELECT min(utcEpochNs) FROM raw.TARGET_INFO_SESSION_START_TIME").fetchone()[0]
         families = ingest_families()
-        _fill(con, trace_id, deriving, families)
+        _fill(con, trace_id, deriving)
+        span = _span(con, trace_id, det, utc)
+        check_time_limits(con, trace_id, path, span)  # before any derived table adds or doubles times
+        derive(con, trace_id, deriving, families)
         deriving("diagnostics")
         ident = result.identity = ranks.identify(det, user)  # after staging: Kineto's members are read then
         _add_stats(con, trace_id, det, report, result, source_stats + ident.stats, families)
-        _add_trace_row(con, trace_id, det, path, utc, hashing.result(), ident)
+        _add_trace_row(con, trace_id, det, path, span, hashing.result(), ident)
         deriving("stored reports")
         stored.store(con, trace_id, families=families)
         derivation.record(con, trace_id, families)
@@ -212,7 +215,8 @@ FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "gr
               "device_busy", "unattributed_gpu", "op_stack", "diagnostics", "stored reports")
 
 
-def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None, families=None) -> None:
+def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
+    """The contract tables read from the source's adapter views (ingest_one derives the rest)."""
     offset = 0  # kernel, memcpy and memset share one id space; api_call has its own
     for table, id_col in ID_TABLES:
         step(table)
@@ -280,8 +284,6 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
     con.execute(read_schema("derive/memory_event.sql"))
     con.execute("INSERT INTO memory_event BY NAME SELECT * FROM derived_memory_event")
     free_staging(con)
-
-    derive(con, trace_id, step, families)
 
 
 # The contract tables computed from other contract tables alone, in order (schemas/derive/graph.csv):
@@ -447,8 +449,18 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
     result.warnings += [t for i, t in enumerate(texts) if t not in result.warnings and t not in texts[:i]]
 
 
-def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | None, sha256: str | None,
-                   ident: ranks.Identity) -> None:
+@dataclass
+class Span:
+    """A trace's clock: 'session' or 'epoch'; start_utc_ns and utc_offset_ns (None when unknown);
+    its earliest ts and latest end (schemas/derive/trace_span.sql)."""
+    clock: str
+    utc: int | None
+    offset: int | None
+    start_ts: int | None
+    end_ts: int | None
+
+
+def _span(con, trace_id: int, det: Detected, utc: int | None) -> Span:
     meta = det.metadata
     normalize = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or meta.get("EXPORT_TIME_NORMALIZE") or "").lower()
     shift = meta.get("EXPORT_CONFIG_TIME_SHIFT") or meta.get("EXPORT_PARAM_TIME_SHIFT") or "0"
@@ -460,10 +472,43 @@ def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | Non
     start_ts, end_ts = con.execute(
         "SELECT start_ts, end_ts FROM derived_trace_span WHERE trace_id = ?", [trace_id]).fetchone() or (None, None)
     if normalize == "true" or (not normalize and start_ts is not None and start_ts > 10**17):
-        clock, offset = "epoch", 0
-    else:
-        clock = "session"
-        offset = None if utc is None else utc - shift
+        return Span("epoch", utc, 0, start_ts, end_ts)
+    return Span("session", utc, None if utc is None else utc - shift, start_ts, end_ts)
+
+
+def check_time_limits(con, trace_id: int, path: Path, span: Span) -> None:
+    """Refuse the file (InputError, exit 3) when its times or durations leave no headroom for
+    traceql's 64-bit arithmetic: a ts, ts + dur or UTC time (utc_offset_ns + ts) outside
+    (-TIME_LIMIT_NS, TIME_LIMIT_NS), or durations whose absolute values add up to TIME_LIMIT_NS
+    or more (traceql.core.settings). Within them a span, a midpoint, the sum of two times and
+    the sum of any durations of one trace (or of two traces) fit in a BIGINT."""
+    con.execute("SET VARIABLE trace_id = ?", [trace_id])
+    con.execute(read_schema("derive/time_limits.sql"))
+    rows = con.execute("SELECT tbl, min_ts, max_ts, min_end, max_end, dur_sum FROM derived_time_limits "
+                       "ORDER BY tbl").fetchall()
+    beyond = f"is beyond traceql's time limit of +-2**62 ns (+-{TIME_LIMIT_NS}: headroom for 64-bit arithmetic, " \
+             "see docs/errors.md)"
+    times = [(f"{tbl}.ts", v) for tbl, *values in rows for v in values[0:2]] + \
+            [(f"{tbl}.ts + dur", v) for tbl, *values in rows for v in values[2:4]]
+    times = [(label, v) for label, v in times if v is not None]
+    values = [(f"{label} = {v}", v) for label, v in times]  # (what, value in ns)
+    if span.utc is not None:
+        values.append((f"the UTC start of its session (start_utc_ns) = {span.utc}", span.utc))
+    if span.offset:
+        values += [(f"the UTC time of {label} (utc_offset_ns {span.offset} + {v}) = {span.offset + v}",
+                    span.offset + v) for label, v in times]
+    outside = [(what, v) for what, v in values if not -TIME_LIMIT_NS < v < TIME_LIMIT_NS]
+    if outside:  # the furthest out
+        raise InputError(f"{path}: {max(outside, key=lambda o: abs(o[1]))[0]} ns {beyond}")
+    total = sum(r[5] for r in rows if r[5] is not None)
+    if total >= TIME_LIMIT_NS:
+        raise InputError(f"{path}: its durations add up to {total} ns (abs(dur), every table), beyond traceql's "
+                         f"limit of 2**62 ns ({TIME_LIMIT_NS}) for one trace (headroom for 64-bit sums, see "
+                         "docs/errors.md)")
+
+
+def _add_trace_row(con, trace_id: int, det: Detected, path: Path, span: Span, sha256: str | None,
+                   ident: ranks.Identity) -> None:
     con.execute(
         "INSERT INTO trace BY NAME SELECT "
         "?::INTEGER AS trace_id, ? AS path, ?::BIGINT AS file_size, ? AS file_sha256, ? AS source_format, "
@@ -476,8 +521,8 @@ def _add_trace_row(con, trace_id: int, det: Detected, path: Path, utc: int | Non
         "? AS cuda_runtime_version, ? AS torch_version",
         [trace_id, str(path), path.stat().st_size, sha256, det.source_format, det.exporter_version,
          det.schema_version, det.layout, *(f(name) for name in ranks.FIELDS for f in (ident.value, ident.source)),
-         clock, utc, offset,
-         start_ts, end_ts, end_ts, start_ts,
+         span.clock, span.utc, span.offset,
+         span.start_ts, span.end_ts, span.end_ts, span.start_ts,
          datetime.now(timezone.utc).replace(tzinfo=None), __version__,
          *(det.versions.get(k) for k in ("driver_version", "cuda_driver_version", "cuda_runtime_version",
                                          "torch_version"))])

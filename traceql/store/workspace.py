@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from traceql.store import contract
-from traceql.core.errors import UsageError, WorkspaceError
+from traceql.core.errors import InputError, UsageError, WorkspaceError
 from traceql.core.text import one_line_error
 
 if TYPE_CHECKING:  # pyarrow is imported where a result is made: ingest and --version need none of it
@@ -350,6 +350,11 @@ class WorkspaceFile:
 
             if is_interrupt(exc):
                 raise
+            if isinstance(exc, duckdb.OutOfRangeException):  # the data, not traceql's SQL, is out of range
+                raise InputError(
+                    f"{self.path}: holds values too large for traceql's 64-bit arithmetic ({one_line_error(str(exc))}); "
+                    "ingest refuses times and durations beyond +-2**62 ns (docs/errors.md), so rows changed with "
+                    "sql --write or sizes this large are the cause") from None
             raise fault(exc, self.path) or UsageError(f"SQL: {one_line_error(str(exc))}") from None
 
     def queries(self) -> dict:
