@@ -10,10 +10,7 @@ from traceql.query import library
 from traceql.engines.transpile import UntranslatableError, to_spark
 
 # The documented gaps (docs/spark.md): nothing else may fail to translate.
-GAPS = {
-    "analyze/exposed_comm": "ASOF JOIN", "analyze/gpu_gaps": "ASOF JOIN", "analyze/low_utilization": "ASOF JOIN",
-    "analyze/sync_calls": "ASOF JOIN", "memory": "ASOF JOIN", "_internal/timeline": "to_json()",
-}
+GAPS = {"_internal/timeline": "to_json()"}
 
 
 def test_every_library_query_translates_but_the_documented_gaps():
@@ -64,3 +61,32 @@ def test_refusals_name_the_construct():
         to_spark("SELECT 1; SELECT 2")
     with pytest.raises(UntranslatableError, match="sqlglot cannot read the query"):
         to_spark("SELECT FROM WHERE (")
+
+
+def test_asof_join_becomes_equi_joins():
+    """The latest row at or before: a lookup of the matched time by one window over the union of
+    both sides' times (the joined side first at equal times), then equi-joins; one row of the
+    joined side per key and time."""
+    got = to_spark("SELECT p.ts, s.name FROM kernel p ASOF LEFT JOIN nvtx_range s "
+                   "ON s.trace_id = p.trace_id AND s.ts <= p.ts")
+    assert got == (
+        "SELECT p.ts AS ts, s.name AS name FROM kernel AS p LEFT JOIN (SELECT DISTINCT _asof0_k0, t, m FROM "
+        "(SELECT _asof0_k0, t, side, MAX(CASE WHEN side = 0 THEN t END) OVER (PARTITION BY _asof0_k0 ORDER BY t, "
+        "side ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m FROM (SELECT p.trace_id AS _asof0_k0, p.ts "
+        "AS t, 1 AS side FROM kernel AS p UNION ALL SELECT s.trace_id AS _asof0_k0, s.ts AS t, 0 AS side FROM "
+        "nvtx_range AS s) AS _asof0_u) AS _asof0_s WHERE side = 1) AS _asof0 ON _asof0._asof0_k0 = p.trace_id "
+        "AND _asof0.t = p.ts LEFT JOIN (SELECT * FROM (SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.trace_id, "
+        "s.ts ORDER BY s.ts NULLS LAST) AS _asof0_rn FROM nvtx_range AS s) AS _asof0_n WHERE _asof0_rn = 1) AS s "
+        "ON s.trace_id = _asof0._asof0_k0 AND s.ts = _asof0.m")
+    # strictly before (<), written either way round: the left side's times sort first; an inner
+    # ASOF join stays inner on the joined side
+    strict = to_spark("SELECT p.ts FROM kernel p ASOF JOIN nvtx_range s ON p.trace_id = s.trace_id AND p.ts > s.ts")
+    assert "MAX(CASE WHEN side = 1 THEN t END)" in strict and "0 AS side FROM kernel" in strict
+    assert ") AS _asof0 ON" in strict and " JOIN (SELECT * FROM" in strict and "LEFT JOIN (SELECT * FROM" not in strict
+
+
+def test_asof_join_refusals():
+    with pytest.raises(UntranslatableError, match=r"only the latest row at or before"):
+        to_spark("SELECT p.ts FROM kernel p ASOF JOIN nvtx_range s ON s.trace_id = p.trace_id AND s.ts >= p.ts")
+    with pytest.raises(UntranslatableError, match=r"one inequality on the time expected"):
+        to_spark("SELECT p.ts FROM kernel p ASOF JOIN nvtx_range s ON s.trace_id = p.trace_id")

@@ -152,8 +152,11 @@ def analyze(ws, rule_names=None, trace_id: int | None = None, params: dict | Non
 
     evidence, used, rows = {}, {}, []
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side; the rules'
-    # left sides (gaps, calls, chunks) can be large: keep them the sort-based ASOF joins.
-    ws.execute("SET asof_loop_join_threshold = 0")
+    # left sides (gaps, calls, chunks) can be large: keep them the sort-based ASOF joins. (Spark
+    # has no ASOF join: traceql.transpile writes each as equi-joins.)
+    duckdb = getattr(ws, "engine", "duckdb") == "duckdb"
+    if duckdb:
+        ws.execute("SET asof_loop_join_threshold = 0")
     try:
         for r in selected:
             values = {p: v for p, v in params.items() if p in r.query.params}
@@ -165,7 +168,8 @@ def analyze(ws, rule_names=None, trace_id: int | None = None, params: dict | Non
             for tid, span in spans.items():
                 rows.append(_summary_row(r, table, tid, span, used[r.name]))
     finally:
-        ws.execute("RESET asof_loop_join_threshold")
+        if duckdb:
+            ws.execute("RESET asof_loop_join_threshold")
     rows.sort(key=lambda x: (x["trace_id"], x["role"] == "context", -(x["recoverable_ns"] or 0), -x["findings"],
                              x["rule"]))
     schema = pa.schema([("trace_id", pa.int32()), ("rule", pa.string()), ("role", pa.string()),

@@ -11,7 +11,8 @@ import click
 from traceql.core.progress import for_stderr
 from traceql.cli.context import Context, say_wait, table_width
 from traceql.cli.output import check_output, emit, pa_strings, first_rows
-from traceql.cli.params import (format_option, limit_option, output_option, overwrite_option, param_option,
+from traceql.cli.params import (engine_options, format_option, limit_option, output_option, overwrite_option,
+                                param_option,
                                 trace_option, wide_option)
 from traceql.cli.group import cli
 
@@ -57,6 +58,7 @@ with recoverable time (a memory rule: any finding; they cost memory, not time), 
 @click.option("--list", "list_rules", is_flag=True, help="List the rules with their parameters and defaults.")
 @overwrite_option
 @wide_option
+@engine_options
 @click.pass_obj
 def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail_on, list_rules):
     from traceql.analysis.analyze import FINDINGS_EXIT, rule, rules, write_text

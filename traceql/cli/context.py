@@ -51,6 +51,10 @@ class Context:
         if self.engine == "spark":  # traceql.engines.spark: the same reports, on Spark over the Parquet export
             from traceql.engines.spark import SparkWorkspace, parse_conf
 
+            if write or allow_files:
+                raise UsageError("--write and --allow-files are for a DuckDB workspace: --engine spark reads "
+                                 "its Parquet export and nothing else")
+
             return SparkWorkspace(self.db, queries=self.queries + tuple(queries), master=self.spark_master,
                                   conf=parse_conf(self.spark_conf))
         ws = Workspace(self.db, write=write, queries=self.queries + tuple(queries), on_wait=say_wait,

@@ -58,6 +58,7 @@ else text; DuckDB binds them, they never become part of the SQL text.
 @output_option()
 @overwrite_option
 @wide_option
+@engine_options
 @click.pass_obj
 def sql(obj: Context, query, file, params, dialect, write, allow_files, fmt, output):
     from traceql.query.library import parse_params

@@ -363,9 +363,6 @@ class SparkWorkspace:
         """What `traceql report --by BY --engine spark` prints (see Workspace.report)."""
         from traceql.query.reports import run_report
 
-        if params.get("range") or params.get("range_match"):
-            raise UsageError("--range and --range-match run on DuckDB only: their SQL (schemas/filters/) uses "
-                             "ASOF JOIN, which Spark SQL lacks")
         self.check_trace(trace_id)
         params["recompute"] = True  # reports stored at ingest live in the workspace: every report is computed
         return run_report(self, by, trace_id=trace_id, **params)
@@ -376,6 +373,28 @@ class SparkWorkspace:
 
         self.check_trace(trace_id)
         return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=True)
+
+    def sql(self, query: str, params=None, *, dialect: str | None = None, batches: bool = False) -> "pa.Table":
+        """Check and run the user's SQL on Spark, with Workspace.sql's guarantees (traceql.sqlcheck):
+        a syntax error, an unknown view or column and a missing parameter are refused, and so is
+        anything but one query (SELECT/WITH): the export is read, never written. It reads the
+        contract views and nothing else: a table that is not one of them or a CTE (a file, a
+        path, a table function) is refused. It is translated to DuckDB (from --dialect), then to
+        Spark SQL by traceql.transpile, which refuses what Spark cannot run the same way. All of
+        this happens before the JVM starts. batches is accepted for Workspace.sql's signature:
+        the rows come back as one table."""
+        from traceql.core.results import tidy
+        from traceql.engines.transpile import check_user_sql
+
+        text = check_user_sql(query, dialect=dialect, params=params, views=parquet.VIEWS)
+        return tidy(self.execute(text, params).to_arrow_table())
+
+    def analyze(self, rules=None, trace_id: int | None = None, **params):
+        """What `traceql analyze --engine spark` finds (see Workspace.analyze): the same rules,
+        their ASOF joins written as equi-joins by traceql.transpile."""
+        from traceql.analysis.analyze import analyze
+
+        return analyze(self, rules, trace_id=trace_id, params=params)
 
     def trace_ids(self) -> list[int]:
         return [r[0] for r in self.execute("SELECT trace_id FROM trace ORDER BY trace_id").fetchall()]

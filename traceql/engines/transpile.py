@@ -88,6 +88,7 @@ def _to_spark(sql: str) -> tuple[str, frozenset[str]]:
     tree = trees[0]
     _refuse(tree)
     tree = _qualified(tree)
+    _asof_joins(tree)
     floats = _FloatTyper(tree)
     for node in list(tree.walk()):
         if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
@@ -116,9 +117,6 @@ def _to_spark(sql: str) -> tuple[str, frozenset[str]]:
 
 
 def _refuse(tree: exp.Expression) -> None:
-    for join in tree.find_all(exp.Join):
-        if (join.args.get("method") or "").upper() == "ASOF":
-            raise UntranslatableError("ASOF JOIN has no Spark SQL equivalent: this query runs on DuckDB only")
     known_to_spark = _spark_functions()
     for call in tree.find_all(exp.Anonymous):
         name = call.name.lower()
@@ -289,3 +287,178 @@ def _type_placeholder(node: exp.Placeholder) -> None:
         wanted = "ARRAY<STRING>"
     if wanted is not None:
         node.replace(exp.cast(node.copy(), exp.DataType.build(wanted, dialect="spark")))
+
+
+# -- ASOF joins ----------------------------------------------------------------------------------
+
+def _asof_joins(tree: exp.Expression) -> None:
+    """Every `L ASOF [LEFT] JOIN R ON R.k = L.k AND ... AND R.t <= L.t` (or `<`) of a qualified tree
+    rewritten as equi-joins that Spark plans with a sort, never an interval join:
+
+        L LEFT JOIN lookup ON lookup.k = L.k AND ... AND lookup.t = L.t
+          [LEFT] JOIN R' ON R.k = lookup.k AND ... AND R.t = lookup.m
+
+    lookup holds, for every distinct (k..., t) of L, m: the latest R.t of the same keys at or
+    before t (before t for `<`): the union of L's and R's (k..., t) in time order, R's first at
+    equal times (L's first for `<`), with the running maximum of R's times (one window, n log n).
+    R' keeps one row per (k..., t) of R, as the ASOF join matches one row (which one among rows
+    tied on their time is not defined in DuckDB either). A NULL key or time matches nothing, as
+    in DuckDB. The lookup reads the relation of L that the join's L side names (one table, CTE or
+    sub-query), so the L side may follow other joins."""
+    for number, join in enumerate(j for j in list(tree.find_all(exp.Join))
+                                  if (j.args.get("method") or "").upper() == "ASOF"):
+        _asof_join(join, f"_asof{number}")
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    node = node.unnest()
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def _tables(node: exp.Expression) -> set[str]:
+    return {c.table for c in node.find_all(exp.Column)}
+
+
+def _asof_join(join: exp.Join, name: str) -> None:
+    select = join.parent
+    right = join.this
+    r = right.alias_or_name
+    refuse = lambda why: UntranslatableError(f"ASOF JOIN {right.sql('duckdb')}: {why}")  # noqa: E731
+    if not isinstance(select, exp.Select) or not isinstance(right, (exp.Table, exp.Subquery)) or not r:
+        raise refuse("only a named table or sub-query joined in a SELECT translates")
+    keys, times = [], []
+    for cond in _conjuncts(join.args.get("on") or exp.true()):
+        if not isinstance(cond, (exp.EQ, exp.LTE, exp.LT, exp.GTE, exp.GT)):
+            raise refuse(f"condition {cond.sql('duckdb')} is neither an equality nor the time's inequality")
+        a, b = cond.this, cond.expression
+        if _tables(a) == {r} and r not in _tables(b):
+            pair, flipped = (a, b), False
+        elif _tables(b) == {r} and r not in _tables(a):
+            pair, flipped = (b, a), True
+        else:
+            raise refuse(f"condition {cond.sql('duckdb')} does not compare the joined table with the others")
+        if isinstance(cond, exp.EQ):
+            keys.append(pair)
+            continue
+        # the operator read as `R.t op L.t`
+        op = type(cond) if not flipped else {exp.LTE: exp.GTE, exp.LT: exp.GT, exp.GTE: exp.LTE, exp.GT: exp.LT}[type(cond)]
+        if op not in (exp.LTE, exp.LT):
+            raise refuse("only the latest row at or before (R.t <= L.t, R.t < L.t) translates")
+        times.append((pair, op is exp.LT))
+    if len(times) != 1:
+        raise refuse("one inequality on the time expected")
+    (r_time, l_time), strict = times[0]
+    left_aliases = set().union(*(_tables(lx) for _, lx in keys), _tables(l_time))
+    if len(left_aliases) != 1:
+        raise refuse("the left side's keys and time must come from one table")
+    left = _relation(select, left_aliases.pop(), join)
+    if left is None:
+        raise refuse("the left side's table is not joined before it")
+    k = [f"{name}_k{i}" for i in range(len(keys))]
+    r_side, l_side = (1, 0) if strict else (0, 1)
+
+    def part(source, exprs, time, side):
+        cols = [exp.alias_(e.copy(), n) for e, n in zip(exprs, k)]
+        return exp.select(*cols, exp.alias_(time.copy(), "t"), exp.alias_(exp.Literal.number(side), "side")) \
+            .from_(source.copy())
+
+    union = exp.union(part(left, [lx for _, lx in keys], l_time, l_side),
+                      part(right, [rx for rx, _ in keys], r_time, r_side), distinct=False)
+    running = exp.Window(
+        this=exp.Max(this=exp.Case(ifs=[exp.If(this=exp.column("side").eq(r_side), true=exp.column("t"))])),
+        partition_by=[exp.column(c) for c in k],
+        order=exp.Order(expressions=[exp.Ordered(this=exp.column("t"), nulls_first=True),
+                                     exp.Ordered(this=exp.column("side"), nulls_first=True)]),
+        spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW"))
+    swept = exp.select(*k, "t", "side", exp.alias_(running, "m")).from_(union.subquery(f"{name}_u"))
+    lookup = exp.select(*k, "t", "m").distinct().from_(swept.subquery(f"{name}_s")).where(exp.column("side").eq(l_side))
+    rn = f"{name}_rn"
+    numbered = exp.select(exp.Star(), exp.alias_(exp.Window(
+        this=exp.RowNumber(), partition_by=[rx.copy() for rx, _ in keys] + [r_time.copy()],
+        order=exp.Order(expressions=[exp.Ordered(this=r_time.copy())])), rn)) \
+        .from_(right.copy())
+    numbered.expressions[0] = exp.Column(this=exp.Star(), table=exp.to_identifier(r))
+    deduped = exp.select("*").from_(numbered.subquery(f"{name}_n")).where(exp.column(rn).eq(1))
+    on_lookup = exp.and_(*[exp.column(c, table=name).eq(lx.copy()) for c, (_, lx) in zip(k, keys)],
+                         exp.column("t", table=name).eq(l_time.copy()))
+    on_right = exp.and_(*[rx.copy().eq(exp.column(c, table=name)) for c, (rx, _) in zip(k, keys)],
+                        r_time.copy().eq(exp.column("m", table=name)))
+    first = exp.Join(this=lookup.subquery(name), side="LEFT", on=on_lookup)
+    second = exp.Join(this=deduped.subquery(r), on=on_right,
+                      **({"side": "LEFT"} if (join.args.get("side") or "").upper() == "LEFT" else {}))
+    joins = select.args["joins"]
+    at = joins.index(join)
+    select.set("joins", joins[:at] + [first, second] + joins[at + 1:])
+
+
+def _relation(select: exp.Select, alias: str, before: exp.Join):
+    """The table or sub-query that alias names in select's FROM or in a join before `before`."""
+    rels = [select.args.get("from_") or select.args.get("from")]
+    for j in select.args.get("joins") or []:
+        if j is before:
+            break
+        rels.append(j)
+    for rel in rels:
+        if rel is not None and isinstance(rel.this, (exp.Table, exp.Subquery)) and rel.this.alias_or_name == alias:
+            return rel.this
+    return None
+
+
+# -- the user's SQL --------------------------------------------------------------------------
+
+def check_user_sql(text: str, *, dialect: str | None = None, params=None, views=()) -> str:
+    """The user's SQL (`traceql sql --engine spark`) checked as traceql.sqlcheck checks it for
+    DuckDB, and returned as the DuckDB SQL to translate: a syntax error, an unknown view or
+    column, a missing or extra parameter are UsageErrors; so is anything but one query (the
+    export is only read) and any table that is neither one of VIEWS (the export's views) nor a
+    CTE of the query: no file, path, table function or other catalog. to_spark() is tried on it,
+    so that what Spark cannot run the same way is refused here too, before a JVM starts."""
+    from traceql.query.sqlcheck import (TOO_DEEP, Catalog, check_dialect, check_names, check_params,
+                                        is_read_only, statement_keyword, syntax_message, tree_placeholders)
+
+    d = check_dialect(dialect)
+    if text is None or not text.strip():
+        raise UsageError("SQL: empty query")
+    if params is not None and not isinstance(params, (dict, list, tuple)):
+        raise UsageError("SQL: parameters are a dict ($name placeholders) or a list (? placeholders)")
+    try:
+        trees = [t for t in sqlglot.parse(text, read=d) if t is not None]
+    except ParseError as exc:
+        raise UsageError(syntax_message(exc)) from None
+    except TokenError as exc:
+        raise UsageError(f"SQL: syntax error: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise UsageError(TOO_DEEP) from None
+    if not trees:
+        raise UsageError("SQL: empty query")
+    if len(trees) != 1:
+        raise UsageError(f"SQL: --engine spark runs one query at a time, got {len(trees)} statements")
+    tree = trees[0]
+    if not is_read_only(tree) or not isinstance(tree, exp.Query):
+        raise UsageError(f"SQL: {statement_keyword(tree, d)} is not a query: --engine spark only reads its "
+                         "export (SELECT or WITH)")
+    try:
+        check_names(tree, Catalog.contract())
+    except UsageError:
+        raise
+    except Exception:  # noqa: BLE001 - sqlglot cannot analyse it: the table check and Spark decide
+        pass
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    allowed = {v.lower() for v in views}
+    for table in tree.find_all(exp.Table):
+        plain = isinstance(table.this, exp.Identifier) and not table.args.get("db") and not table.args.get("catalog")
+        if not plain or (table.name.lower() not in ctes and table.name.lower() not in allowed):
+            raise UsageError(f"SQL: {table.sql(d)}: --engine spark reads the export's views only "
+                             "(traceql schema lists them), no file, path or table function")
+    named, positional = tree_placeholders([tree])
+    check_params(named, positional, params)
+    if d == "duckdb":
+        duck = text
+    else:
+        from traceql.query.dialects import to_duckdb
+
+        duck = to_duckdb(tree, d)
+    to_spark(duck)
+    return duck

@@ -160,7 +160,7 @@ def _prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dia
             if created:
                 catalog = catalog.with_relation(created)
         named, positional = tree_placeholders(trees)
-        _check_params(named, positional, params)
+        check_params(named, positional, params)
         if dialect != DEFAULT_DIALECT:
             from traceql.query.dialects import to_duckdb
 
@@ -555,7 +555,7 @@ def tree_placeholders(trees) -> tuple[list[str], int]:
     return named, positional
 
 
-def _check_params(named: list[str], positional: int, params) -> None:
+def check_params(named: list[str], positional: int, params) -> None:
     if isinstance(params, dict):
         if positional:
             raise UsageError("SQL: positional placeholders (? or $1) take no --param values; "
