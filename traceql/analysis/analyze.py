@@ -153,7 +153,7 @@ def analyze(ws, rule_names=None, trace_id: int | None = None, params: dict | Non
     evidence, used, rows = {}, {}, []
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side; the rules'
     # left sides (gaps, calls, chunks) can be large: keep them the sort-based ASOF joins. (Spark
-    # has no ASOF join: traceql.transpile writes each as equi-joins.)
+    # has no ASOF join: traceql.engines.transpile writes each as equi-joins.)
     duckdb = getattr(ws, "engine", "duckdb") == "duckdb"
     if duckdb:
         ws.execute("SET asof_loop_join_threshold = 0")

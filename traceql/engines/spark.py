@@ -380,7 +380,7 @@ class SparkWorkspace:
         anything but one query (SELECT/WITH): the export is read, never written. It reads the
         contract views and nothing else: a table that is not one of them or a CTE (a file, a
         path, a table function) is refused. It is translated to DuckDB (from --dialect), then to
-        Spark SQL by traceql.transpile, which refuses what Spark cannot run the same way. All of
+        Spark SQL by traceql.engines.transpile, which refuses what Spark cannot run the same way. All of
         this happens before the JVM starts. batches is accepted for Workspace.sql's signature:
         the rows come back as one table."""
         from traceql.core.results import tidy
@@ -391,7 +391,7 @@ class SparkWorkspace:
 
     def analyze(self, rules=None, trace_id: int | None = None, **params):
         """What `traceql analyze --engine spark` finds (see Workspace.analyze): the same rules,
-        their ASOF joins written as equi-joins by traceql.transpile."""
+        their ASOF joins written as equi-joins by traceql.engines.transpile."""
         from traceql.analysis.analyze import analyze
 
         return analyze(self, rules, trace_id=trace_id, params=params)
