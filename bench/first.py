@@ -88,7 +88,7 @@ def median(rows: list[dict | None]) -> dict | None:
     return {k: statistics.median(r[k] for r in rows) for k in ("secs", "cpu", "rss_mb", "load")}
 
 
-def measure_input(src: Path, nsysai, runs: int, answers) -> dict:
+def measure_input(src: Path, nsysai, runs: int, answers, eager: bool = True) -> dict:
     out = dict(name=src.parent.name if src.parent != DATA else src.stem, counts=bench.source_counts(src),
                size_mb=src.stat().st_size / 1e6)
     floors = [bench.measure_floor(src) for _ in range(runs)]
@@ -98,7 +98,7 @@ def measure_input(src: Path, nsysai, runs: int, answers) -> dict:
         t, e, n = [], [], []
         for _ in range(runs):
             t.append(traceql_first(src, answer))
-            if answer == "kernel":
+            if answer == "kernel" and eager:
                 e.append(traceql_first(src, answer, "eager"))
             if nsysai is not None and not nsysai.problem:
                 n.append(nsysai_first(nsysai, src, answer))
@@ -213,6 +213,8 @@ def main(argv=None) -> None:
     ap.add_argument("--big-answers", nargs="*", default=["kernel", "range"], choices=list(ANSWERS),
                     help="first answers measured on the generated exports of --sizes")
     ap.add_argument("--no-nsys-ai", action="store_true")
+    ap.add_argument("--no-eager", action="store_true", help="no TRACEQL_DERIVE=eager column (the --sizes rows take long)")
+    ap.add_argument("--no-full-ingest", action="store_true", help="no full-ingest rows for --sizes (first answers only)")
     ap.add_argument("--out", default="bench/FIRST.md")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
@@ -222,16 +224,16 @@ def main(argv=None) -> None:
         nsysai = bench.find_nsysai(venv, venv.with_name("nsysai-home"))
         if nsysai.problem:
             bench.log(f"nsys-ai: {nsysai.problem}")
-    results = [measure_input(src, nsysai, args.runs, args.answers) for src in small_inputs()]
+    results = [measure_input(src, nsysai, args.runs, args.answers, not args.no_eager) for src in small_inputs()]
     for k in args.sizes:
-        results.append(measure_input(DATA / f"torch_{k}.sqlite", nsysai, 1, args.big_answers))
+        results.append(measure_input(DATA / f"torch_{k}.sqlite", nsysai, 1, args.big_answers, not args.no_eager))
     db = DATA / "first_startup.duckdb"
     db.unlink(missing_ok=True)
     bench.run_child([sys.executable, "-m", "traceql", "--db", str(db), "ingest", str(small_inputs()[0])],
                     env={**ENV, "TRACEQL_DERIVE": "eager"})
     start = startup(db, args.runs)
     db.unlink(missing_ok=True)
-    scale = [scaling(k, 1) for k in args.sizes]
+    scale = [] if args.no_full_ingest else [scaling(k, 1) for k in args.sizes]
     import duckdb
 
     rev = os.popen(f"git -C {REPO} rev-parse --short HEAD").read().strip()

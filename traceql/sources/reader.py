@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import weakref
 from pathlib import Path
 
 import duckdb
@@ -22,11 +23,32 @@ from traceql.sources.stage_report import StageReport, create_raw_tables
 BATCH_ROWS = 100_000
 
 
-def load_sqlite_scanner(con: duckdb.DuckDBPyConnection) -> str | None:
-    """Load sqlite_scanner without any download. Returns None on success, else the reason."""
+# The connections load_sqlite_scanner loaded sqlite_scanner on (asking DuckDB instead lists every
+# function of the catalog, 0.05 s a time).
+_LOADED: weakref.WeakSet = weakref.WeakSet()
+
+
+def load_sqlite_scanner(con: duckdb.DuckDBPyConnection, fresh: bool = False) -> str | None:
+    """Load sqlite_scanner without any download. Returns None on success, else the reason.
+    fresh: con was just opened by traceql with extension autoloading off (it has none loaded)."""
     if os.environ.get("TRACEQL_READER", "").lower() == "sqlite3":
         return "TRACEQL_READER=sqlite3"
-    if con.execute("SELECT function_name FROM system.main.duckdb_functions() "  # (duckdb_extensions() lists a
+    try:
+        if con in _LOADED:
+            return None
+    except TypeError:  # not weak-referenceable
+        pass
+    problem = _load(con, fresh)
+    if problem is None:
+        try:
+            _LOADED.add(con)
+        except TypeError:  # asked again next time
+            pass
+    return problem
+
+
+def _load(con: duckdb.DuckDBPyConnection, fresh: bool) -> str | None:
+    if not fresh and con.execute("SELECT function_name FROM system.main.duckdb_functions() "  # (duckdb_extensions() lists a
                    "WHERE function_name = 'sqlite_scan' AND database_name = 'system' LIMIT 1").fetchall():  # folder)
         return None  # loaded when the connection was opened (traceql.store.guard.connect)
     reasons = []

@@ -101,7 +101,9 @@ def writing_copy(db: Path, files=()):
         st = db.stat() if db.exists() else None
         if st is not None:
             _copy_keeping_mode(db, tmp, st)
-        con = guard.connect(tmp, files=files, folders=[workers_folder(db)], temp_directory=tmpdir)
+        # the sqlite extension only to read FILES (loading it is a fifth of a small family build)
+        con = guard.connect(tmp, files=files, folders=[workers_folder(db)], temp_directory=tmpdir,
+                            sqlite=bool(files))
         if os.environ.get("TRACEQL_TIMING"):
             con = _TimedConnection(con)
         try:
