@@ -24,8 +24,8 @@ CREATE TABLE trace (
     duration          BIGINT,           -- end_ts - start_ts in ns: the time span the trace covers
     ingested_at       TIMESTAMP,        -- when traceql ingested the file (UTC)
     traceql_version   VARCHAR,          -- version of traceql that ingested the file
-    driver_version    VARCHAR,          -- NVIDIA driver of the profiled machine, e.g. '560.94' (nsys: TARGET_INFO_SYSTEM_ENV NvDriverVersion, whose older digits-only form '4952905' reads '495.29.05'; Kineto: metadata.system.torch_env_info.nvidia_driver_version where a harness records it); NULL when the trace does not say (nvprof, nsys before 2021, most Kineto traces)
+    driver_version    VARCHAR,          -- NVIDIA driver of the profiled machine, e.g. '560.94' (nsys: TARGET_INFO_SYSTEM_ENV NvDriverVersion, whose older digits-only form '4952905' reads '495.29.05'; Kineto: nvidia_driver_version of torch_env_info in metadata.system, where a harness records it); NULL when the trace does not say (nvprof, nsys before 2021, most Kineto traces)
     cuda_driver_version VARCHAR,        -- CUDA version the driver provides, 'major.minor' (nsys: TARGET_INFO_SYSTEM_ENV CudaDriverVersion 12060 -> '12.6'; Kineto: cuda_driver_version); NULL when the trace does not say (nvprof, older nsys and Kineto)
     cuda_runtime_version VARCHAR,       -- CUDA runtime the profiled program ran with, 'major.minor' (Kineto: cuda_runtime_version 12040 -> '12.4'); NULL where the trace does not record it (nsys and nvprof never do)
-    torch_version     VARCHAR           -- PyTorch version of the profiled program, e.g. '2.6.0+cu124' (Kineto: metadata.system.torch_env_info.torch_version where a harness records it); NULL otherwise (the profiler itself does not write it, nor does nsys or nvprof)
+    torch_version     VARCHAR           -- PyTorch version of the profiled program, e.g. '2.6.0+cu124' (Kineto: torch_version of torch_env_info in metadata.system, where a harness records it); NULL otherwise (the profiler itself does not write it, nor does nsys or nvprof)
 );
