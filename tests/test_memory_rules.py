@@ -292,3 +292,52 @@ def test_cli_text_and_fail_on(generated):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     quiet = " ".join(ok.stdout.split())
     assert "No findings: allocator_churn (" in quiet and ", memory_leak (" in quiet and ", memory_peak (headroom_pct=10%)" in quiet
+
+
+# ------------------------------------------------------------------------ Perfetto counters
+
+def exported_counters(w, trace_id, tmp_path):
+    """The 'C' events of `traceql export --format perfetto` of one trace, after the structure
+    check: (on GPU 0's process, ts in ns on the trace clock, allocated, reserved), and the file."""
+    from .test_timeline import check_structure, ns
+
+    out = tmp_path / f"t{trace_id}.json"
+    run = cli("export", "--db", w.path, "--format", "perfetto", "--trace", trace_id, "-o", out)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    by_phase = check_structure(doc)
+    origin = doc["otherData"]["origin_ns"]
+    gpu = {ev["pid"] for ev in by_phase["M"] if ev["name"] == "process_name" and ev["args"]["name"].startswith("GPU 0")}
+    got = [(ev["pid"] in gpu, ns(ev["ts"]) + origin, ev["args"].get("allocated"), ev["args"].get("reserved"))
+           for ev in by_phase["C"]]
+    stored = w.sql("SELECT ts, arg_max(allocated, memory_event_id) AS a, arg_max(reserved, memory_event_id) AS r "
+                   "FROM memory_event WHERE trace_id = $t AND mem_kind = 'Device' GROUP BY ts ORDER BY ts",
+                   {"t": trace_id}).to_pylist()
+    assert got == [(True, r["ts"], r["a"], r["r"]) for r in stored]
+    assert doc["otherData"]["events"]["memory"] == len(got)
+    return got
+
+
+def test_perfetto_memory_counters_nsys(real, tmp_path):
+    """`export --format perfetto` draws each GPU's memory as a counter track of its process: one
+    'C' event per time, the level after the last event then, as memory_event holds it and as the
+    running sum of profile1's device allocations minus frees (sqlite3) finds it."""
+    w, ids, paths = real
+    got = exported_counters(w, ids["profile1"], tmp_path)
+    level, last = 0, {}
+    for m in nsys_walk(paths["profile1"]):
+        level += m["bytes"]
+        last[m["ts"]] = level
+    assert [(ts, a, r) for _, ts, a, r in got] == [(ts, last[ts], None) for ts in sorted(last)]
+    assert len(got) == 30 and max(a for _, _, a, _ in got) == 20_000_000
+
+
+def test_perfetto_memory_counters_reserved(generated, tmp_path):
+    """The generated churn trace: allocated and reserved as its '[memory]' events record them (json)."""
+    w, ids, written, db = generated
+    got = exported_counters(w, ids["churn"], tmp_path)
+    path = db.parent / "churn.json"
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e["name"] == "[memory]"]
+    last = {e["ts"] * 1000: (e["args"]["Total Allocated"], e["args"]["Total Reserved"]) for e in events}
+    assert [(ts, a, r) for _, ts, a, r in got] == [(ts, *last[ts]) for ts in sorted(last)]
+    assert {r for _, _, _, r in got} == {2 * SEGMENT, 3 * SEGMENT}

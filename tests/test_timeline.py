@@ -56,6 +56,7 @@ REQUIRED = {  # phase -> keys an event of that phase must have (trace event form
     "s": ("name", "cat", "id", "ts", "pid", "tid"),
     "f": ("name", "cat", "id", "ts", "pid", "tid", "bp"),
     "M": ("name", "pid", "args"),
+    "C": ("name", "cat", "ts", "pid", "args"),
 }
 
 
@@ -89,6 +90,8 @@ def check_structure(doc, id_stride=None):
             assert ev["s"] in ("t", "p", "g")
         if ph == "f":
             assert ev["bp"] == "e"
+        if ph == "C":  # a counter: numbers only
+            assert ev["args"] and all(isinstance(v, int) for v in ev["args"].values()), ev
         if ph == "M":
             assert ev["name"] in ("process_name", "thread_name", "process_sort_index", "thread_sort_index"), ev
             if ev["name"].endswith("_name"):
@@ -106,7 +109,7 @@ def check_structure(doc, id_stride=None):
         for ev in by_phase[ph]:
             assert ("process_name", ev["pid"], None) in names, ev
             assert ("thread_name", ev["pid"], ev["tid"]) in names, ev
-    for ev in by_phase["b"]:
+    for ev in by_phase["b"] + by_phase["C"]:
         assert ("process_name", ev["pid"], None) in names, ev
 
     # async slices: one begin and one end per (cat, id), the end not before the begin

@@ -14,6 +14,8 @@ flows "s"/"f", metadata "M"):
 - A flow arrow (cat and name 'launch', id = op_id) leads from each launching API call to its
   GPU operation when both are in the window: "s" inside the call, "f" with "bp": "e" inside
   the operation, so both bind to their enclosing slice.
+- Each GPU's memory in use is a counter track of its process ("C" events named 'GPU memory',
+  cat 'memory', args allocated and reserved bytes: memory_event's levels, one event per time).
 - Viewers drop a complete event that partly overlaps another one on its track (Perfetto counts
   it in slice_drop_overlapping_complete_event). Such an event goes to an extra track of the
   same process instead ("... (overlap 1)"), so no event is lost.
@@ -150,6 +152,7 @@ def export_perfetto(ws, output, trace_id: int | None = None, start=None, end=Non
             out.write('{"traceEvents":[\n')
             writer = EventWriter(out, ws, trace_id, origin, result)
             write_rows(ws, writer, query, params, parts, progress)
+            writer.counters(ws, trace_id, start_ns, end_ns)
             writer.write(writer.names())
             other = {"generator": f"traceql {__version__}", "trace_id": trace["trace_id"], "source": trace["path"],
                      "clock": trace["clock"], "origin_ns": origin, "window_start_ns": start_ns,
@@ -224,6 +227,7 @@ class EventWriter:
         self.streams: dict = {}  # (device, context, stream, lane) -> tid written
         self.api_track: dict[int, str] = {}  # api_id -> ids of its lane, for calls moved to an overlap lane
         self.first = first  # no event written to out yet
+        self.counter_devices: set = set()  # GPUs with memory counters written
 
     # -- ids -----------------------------------------------------------------------------
     def pid_of(self, pid):
@@ -304,6 +308,25 @@ class EventWriter:
                 out.append(f'{{"ph":"f","bp":"e","cat":"launch","name":"launch","id":{fid},{ids}{flow_end}')
         self.write(out)
 
+    def counters(self, ws, trace_id, start, end) -> None:
+        """Each GPU's memory in use as a counter track of the GPU's process (queries/_internal/
+        timeline_memory.sql): a "C" event named 'GPU memory' per time a level changes, args
+        allocated and (where recorded) reserved bytes."""
+        q = library.get("_internal/timeline_memory")
+        bound = library.bind(q, {"trace_id": trace_id, "start": start, "end": end, "origin": self.origin})
+        for batch in ws.execute(q.sql, bound).to_arrow_reader(BATCH_ROWS):
+            out = []
+            for device, ts_text, allocated, reserved in zip(*(batch.column(c).to_pylist() for c in (
+                    "device_id", "ts_text", "allocated", "reserved"))):
+                if device not in self.gpu_pid:  # a device without a row in the device view
+                    self.gpu_pid[device] = self.ids.take()
+                self.counter_devices.add(device)
+                args = f'"allocated":{allocated}' + ("" if reserved is None else f',"reserved":{reserved}')
+                out.append(f'{{"ph":"C","cat":"memory","name":"GPU memory","pid":{self.gpu_pid[device]},'
+                           f'"ts":{ts_text},"args":{{{args}}}}}')
+            self.result.counts["memory"] = self.result.counts.get("memory", 0) + len(out)
+            self.write(out)
+
     def write(self, events: list[str]) -> None:
         if not events:
             return
@@ -334,8 +357,8 @@ class EventWriter:
             name("thread", self.pid_of(os_pid), tid, label, rank)
         gpu_rank = len(self.cpu_pid)
         for device, pid in sorted(self.gpu_pid.items(), key=lambda kv: none_last(kv[0])):
-            if not any(key[0] == device for key in self.streams):
-                continue  # a GPU without work in the window
+            if not any(key[0] == device for key in self.streams) and device not in self.counter_devices:
+                continue  # a GPU without work or memory events in the window
             model = self.devices.get(device)
             label = "GPU ?" if device is None else f"GPU {device}"
             name("process", pid, None, f"{label} ({model})" if model else label, gpu_rank + (device or 0))
