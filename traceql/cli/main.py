@@ -12,7 +12,14 @@ import sys
 
 import click
 
-from traceql.cli import analysis_cmds, export_cmd, mcp_cmd, report_cmds, sql_cmds, workspace_cmds  # noqa: F401 - they register their commands
+# the command modules register their commands on the group (imported by name, not through the
+# traceql.cli package, whose __init__ imports this module)
+import traceql.cli.analysis_cmds  # noqa: F401
+import traceql.cli.export_cmd  # noqa: F401
+import traceql.cli.mcp_cmd  # noqa: F401
+import traceql.cli.report_cmds  # noqa: F401
+import traceql.cli.sql_cmds  # noqa: F401
+import traceql.cli.workspace_cmds  # noqa: F401
 from traceql.cli.context import opened, hide_numpy
 from traceql.cli.group import cli
 from traceql.core.errors import TraceqlError
