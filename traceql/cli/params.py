@@ -193,3 +193,12 @@ def report_options(f):
     for param in reversed(OPTIONS):
         f = report_option(param)(f)
     return f
+
+
+def result_options(f):
+    """What `sql` and `query` share after their own options: --format (every format), -o,
+    --overwrite, --width/--wide and the engine options, in that order in --help."""
+    for option in (engine_options, wide_option, overwrite_option, output_option(),
+                   format_option("table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")):
+        f = option(f)
+    return f

@@ -13,8 +13,7 @@ from traceql.core.faults import printable
 from traceql.core.resources import view_docs
 from traceql.cli.context import Context
 from traceql.cli.output import check_output, emit_raw, say
-from traceql.cli.params import (engine_options, format_option, output_option, overwrite_option, param_option,
-                                queries_option, wide_option)
+from traceql.cli.params import param_option, queries_option, result_options
 from traceql.cli.group import cli
 
 
@@ -54,11 +53,7 @@ else text; DuckDB binds them, they never become part of the SQL text.
               help="Let the SQL read and write files of this machine (read_csv, read_parquet, glob, COPY ... TO, "
                    "ATTACH), e.g. to join your own data. Off by default: a query, or a view stored in a "
                    "workspace someone sent you, reads only the workspace.")
-@format_option("table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
-@output_option()
-@overwrite_option
-@wide_option
-@engine_options
+@result_options
 @click.pass_obj
 def sql(obj: Context, query, file, params, dialect, write, allow_files, fmt, output):
     from traceql.query.library import parse_params
@@ -124,11 +119,7 @@ def queries_cmd(obj: Context, name, queries):
 @click.argument("name")
 @param_option("Value of the query's parameter NAME (repeatable); parameters not given are NULL.")
 @queries_option()
-@format_option("table for people; csv, tsv, json, markdown, parquet (needs -o) for machines.")
-@output_option()
-@overwrite_option
-@wide_option
-@engine_options
+@result_options
 @click.pass_obj
 def query_cmd(obj: Context, name, params, queries, fmt, output):
     """Run a query of the library (see `traceql queries`) with --param values, e.g.
