@@ -84,7 +84,7 @@ def test_a_bad_include_in_a_user_query_is_a_usage_error_naming_the_file(tmp_path
 def test_internal_queries_are_a_tier_of_their_own():
     internal = library.internal()
     assert sorted(internal) == ["_internal/diff_per_iteration", "_internal/diff_side", "_internal/folded",
-                                "_internal/gpu_busy", "_internal/memory_levels", "_internal/timeline",
+                                "_internal/gpu_busy", "_internal/memory_levels", "_internal/timeline", "_internal/timeline_memory",
                                 "_internal/timeline_names", "_internal/traces"]
     public = library.library()
     assert not set(internal) & set(public) and not any(n.startswith("_") or n.startswith("diff/") for n in public)

@@ -93,7 +93,7 @@ def test_sync_calls_rule_sees_them(ws):
 def test_summary_says_hip_api_calls(ws, tmp_path):
     """The summary's API section names HIP calls on AMD traces, at 80 columns, end to end; a
     workspace mixing AMD and NVIDIA traces says 'API calls'."""
-    from traceql.sources.detect import api_words
+    from traceql.sources.vendor import api_words
 
     w, ids, db = ws
     run = cli("--db", db, "summary", "--trace", str(ids[ROCPROF]), env={"COLUMNS": "80"})

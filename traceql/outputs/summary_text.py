@@ -8,7 +8,7 @@ import json
 import sys
 
 from traceql.core.text import clean_text
-from traceql.sources.detect import api_words
+from traceql.sources.vendor import api_words
 from traceql.outputs.cells import shorten_middle, text_width
 from traceql.outputs.numbers import human_ns, in_unit
 from traceql.outputs.render import json_value, render

@@ -41,7 +41,7 @@ _OPS = RangeRule("kernel_id", "range_ops", "total_ns", "gpu_ns")
 REPORTS: dict[str, Report] = {
     "kernel": Report("kernel", {"with_dims": False}, "kernels by name, like nvprof's GPU activities",
                      range_rule=_OPS, stored=True),
-    "api": Report("api", {}, "CUDA runtime/driver API calls (HIP/HSA on AMD) by name (no _vNNNN suffix)",
+    "api": Report("api", {}, "CUDA (or HIP) API calls by name (no _vNNNN suffix)",
                   range_rule=RangeRule("api_id", "range_calls", "total_ns", "cpu_ns"), stored=True),
     "memcpy": Report("memcpy", {}, "copies by direction, with bytes and throughput (GB/s)",
                      range_rule=RangeRule("memcpy_id", "range_ops", "total_ns", "gpu_ns")),

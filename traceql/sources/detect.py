@@ -40,17 +40,6 @@ ROCPD_LAYOUTS = {"3": "v3"}
 ROCPD_TABLE = re.compile(r"(rocpd_[a-z_]+?)_([0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12})")
 
 
-# Source formats whose API calls are AMD's HIP (and HSA) calls, not CUDA's.
-AMD_FORMATS = frozenset(("rocpd", "rocprofv3_json", "rocprof", "rpd"))
-
-
-def api_words(source_formats) -> str:
-    """What the API calls of traces of these source formats are, for headings: 'HIP API calls' for
-    AMD traces, 'CUDA API calls' for NVIDIA's (and PyTorch profiler traces), 'API calls' for a mix."""
-    amd = {f in AMD_FORMATS for f in source_formats}
-    return "API calls" if len(amd) > 1 else "HIP API calls" if amd == {True} else "CUDA API calls"
-
-
 @dataclass
 class Detected:
     path: Path

@@ -27,7 +27,8 @@ from traceql.derive.pytorch import load_data, prepare_kernel_op
 from traceql.sources import kineto, ranks, rocprof_json
 from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
 from traceql.sources.adapters import prepare as prepare_adapters
-from traceql.sources.detect import Detected, api_words
+from traceql.sources.detect import Detected
+from traceql.sources.vendor import api_words
 from traceql.sources.digest import FileDigest
 from traceql.sources.reader import stage
 from traceql.store import contract, stored
