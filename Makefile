@@ -10,7 +10,7 @@ DEMO   := build/demo
 
 .PHONY: demo test docs bench bench-scaling bench-small bench-kineto bench-spark fuzz clean
 
-# Everything the tests need (the test and spark extras: pyspark for tests/test_spark.py).
+# Everything the tests need (the test and spark extras: pyspark for tests/engines/test_spark.py).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -40,7 +40,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25
 
 # Write the generated references docs/commands.md (every command's --help) and docs/contract.md
-# (schemas/contract); tests/test_docs.py fails when the committed files differ.
+# (schemas/contract); tests/project/test_docs.py fails when the committed files differ.
 docs: $(STAMP)
 	$(PY) docs/generate.py
 

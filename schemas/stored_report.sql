@@ -1,4 +1,4 @@
--- stored_report: which default reports ingest stored for which trace (traceql/stored.py). The rows
+-- stored_report: which default reports ingest stored for which trace (traceql/store/stored.py). The rows
 -- of a report are in the table stored_<report>_<fingerprint>, with the report's columns, trace_id
 -- set, and row_no, the row's place in the report. Not a contract table: an index that answers a
 -- report without computing it, dropped when the workspace is written to with `traceql sql --write`.

@@ -7,7 +7,7 @@ profiler, rocprof) on DuckDB.
     ws.sql("SELECT name, sum(dur) FROM kernel GROUP BY 1 ORDER BY 2 DESC LIMIT 5").to_pandas()
 
 The public API is what __all__ lists (traceql.api holds it). The subpackages are the layers of the
-implementation, each importing only from those below it (tests/test_layers.py):
+implementation, each importing only from those below it (tests/project/test_layers.py):
 core -> sources -> derive -> query -> store -> outputs -> analysis -> engines -> api -> cli, mcp_server.
 """
 

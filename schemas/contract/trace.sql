@@ -8,7 +8,7 @@ CREATE TABLE trace (
     exporter_version  VARCHAR,          -- version of the tool that wrote the file (EXPORT_PRODUCT_VERSION); NULL when the file does not say
     schema_version    VARCHAR,          -- export schema version stored in the file (EXPORT_SCHEMA_VERSION, nvprof Version); NULL when absent
     layout            VARCHAR NOT NULL, -- schemas/ adapter folder that read the file, e.g. 'nsys/v3'
-    host              VARCHAR,          -- the profiled machine (nsys: TARGET_INFO_SYSTEM_ENV Hostname, not the machine that ran nsys export), NULL when unknown; rule in traceql/ranks.py
+    host              VARCHAR,          -- the profiled machine (nsys: TARGET_INFO_SYSTEM_ENV Hostname, not the machine that ran nsys export), NULL when unknown; rule in traceql/sources/ranks.py
     host_source       ENUM('recorded', 'file name', 'user', 'exporter'), -- where host came from: 'recorded' in the trace, 'file name' (nsys -o %h_%p), 'user' (ingest --host), 'exporter' (EXPORT_HOST, the exporting machine, when nothing names the profiled one)
     rank              INTEGER,          -- rank of this file in a multi-rank job (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID ... of the profiled process; Kineto's distributedInfo.rank; 'rank3' in the file name; ingest --rank), NULL when unknown
     rank_source       ENUM('recorded', 'file name', 'user', 'exporter'), -- where rank came from: 'recorded' in the trace, 'file name', or 'user' (ingest --rank)

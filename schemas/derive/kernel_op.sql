@@ -9,11 +9,11 @@
 -- its other kernels, so sums over kernels count each call once. A unit whose range also
 -- holds kernels costed by a nested call would count them twice: its cost is NULL.
 -- call_index numbers the kernels of one op call in launch order (the launching call's start).
--- params: PyProf's params of the kernel's PyProf call (torch_pyprof_params, traceql/pyprof_params.py)
+-- params: PyProf's params of the kernel's PyProf call (torch_pyprof_params, traceql/derive/pyprof_params.py)
 -- for its role: 'bias' for a kernel of a linear call whose costed call is no matrix product
 -- (queries/kernel_op.sql names it 'bias' by the same rule), 'fprop', else 'bprop0', 'bprop1',
 -- 'bprop2' by its place among its backward node's kernels (data and weight gradient); else
--- the costed call's parameters (traceql.flops).
+-- the costed call's parameters (traceql/derive/flops.py).
 CREATE OR REPLACE TEMP VIEW derived_kernel_op AS
 WITH tc AS (
     SELECT name, arg_min(tensor_core, prio) AS tensor_core

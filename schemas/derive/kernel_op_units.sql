@@ -2,7 +2,7 @@
 -- and bytes of the distinct costed calls in Python, then derive/kernel_op.sql joins them).
 -- One row per kernel of the trace being ingested (getvariable('trace_id')) launched inside a
 -- torch op, a PyProf marker or a 'layer:' range. It reads the temporary tables
--- torch_formula_key (module, name -> formula key, from traceql.flops) and
+-- torch_formula_key (module, name -> formula key, from traceql/derive/flops.py) and
 -- torch_kernel_dtypes (schemas/torch/kernel_dtypes.csv).
 --
 -- Only the ranges of the launching thread count here (op_range.attribution 'thread'): depths of
@@ -10,7 +10,7 @@
 -- The op call of a kernel is its innermost enclosing torch op. The call that costs it (its
 -- unit) is, in this order:
 --   'op' or 'pyprof'  the outermost enclosing torch op (with input sizes) or PyProf marker
---              whose formula is a user's FLOPs plug-in (traceql.flops_plugins): a plug-in
+--              whose formula is a user's FLOPs plug-in (traceql/derive/flops_plugins.py): a plug-in
 --              for a wrapped module ('Foo.forward') costs the whole call, whatever it runs;
 --   'backward' a backward kernel whose forward op's outermost PyProf marker is costed by a
 --              plug-in: that marker, costed as the backward of the whole call;

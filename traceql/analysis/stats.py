@@ -11,7 +11,7 @@ degrees of freedom (d_a + d_b)^2 / (d_a^2 / (h_a - 1) + d_b^2 / (h_b - 1)). With
 Welch's test. A warm-up iteration or a rare slow instance thus neither hides a change nor makes
 one. The two-sided p-value is the regularized incomplete beta function I_x(df/2, 1/2) at
 x = df / (df + t^2), by its continued fraction (Numerical Recipes' betacf), accurate to about
-1e-14; tests/test_diff_stats.py checks it against a numerical integration of the density.
+1e-14; tests/analysis/test_diff_stats.py checks it against a numerical integration of the density.
 """
 
 from __future__ import annotations

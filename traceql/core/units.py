@@ -1,6 +1,6 @@
 """The unit of a column, from its name: one rule for the contract's columns and for every result
 column (reports, summary, analyze, diff, sql), written once here. The MCP server gives it beside
-each column's type (traceql.mcp_server); tests/test_units.py checks it against the columns'
+each column's type (traceql.mcp_server); tests/core/test_units.py checks it against the columns'
 descriptions (a column whose description says 'in ns' has unit ns, and so on).
 
 The names follow the contract's conventions (Perfetto's): a time or duration in integer ns is

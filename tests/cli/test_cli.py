@@ -1,0 +1,135 @@
+"""The command line end to end, as a user runs it (a subprocess, stdout and exit codes)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS
+
+from ..util import REPO, nsys_stub, trace_file
+from ..util import cli as traceql
+
+SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+
+
+def test_ingest_info_sql_export(tmp_path):
+    src = trace_file(SAXPY).resolve()
+    db = tmp_path / "ws.duckdb"
+    proc = traceql("--db", str(db), "ingest", str(src))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"added trace 1: {src} (nsys 2022.2.1.31 schema 2.9.1, layout nsys/v2) in ")
+    assert lines[1] == ("  kernel 5, memcpy 15, memset 0, api_call 57, nvtx_range 22, nvtx_mark 0, "
+                        "thread 6, device 1")
+    assert lines[-1] == f"workspace: {db}"
+
+    again = traceql("--db", str(db), "ingest", str(src))
+    assert again.stdout.startswith(f"replaced trace 1: {src}")
+
+    info = traceql("--db", str(db), "info")
+    assert info.returncode == 0
+    assert info.stdout.splitlines()[:3] == [
+        f"trace 1: {src}",
+        "  format   nsys 2022.2.1.31, schema 2.9.1 (layout nsys/v2)",
+        "  host     nid001608 (recorded)",  # the profiled node (TARGET_INFO_SYSTEM_ENV); EXPORT_HOST is login03
+    ]
+    assert "  GPUs     0 NVIDIA A100-SXM4-40GB" in info.stdout
+    as_json = json.loads(traceql("--db", str(db), "info", "--format", "json").stdout)
+    assert as_json[0]["counts"]["kernel"] == 5 and as_json[0]["gpus"] == ["0 NVIDIA A100-SXM4-40GB"]
+
+    csv = traceql("--db", str(db), "sql", "--format", "csv",
+                  "SELECT name, count(*) AS n, sum(dur) AS total FROM api_call GROUP BY 1 ORDER BY 3 DESC LIMIT 3")
+    assert csv.returncode == 0, csv.stderr
+    assert csv.stdout.splitlines()[0] == "name,n,total"
+    assert len(csv.stdout.splitlines()) == 4
+
+    out = tmp_path / "out"
+    exp = traceql("--db", str(db), "export", "--format", "csv", "-o", str(out))
+    assert exp.stdout.strip() == f"wrote {len(CONTRACT_TABLES + CONTRACT_VIEWS)} files to {out}"
+    assert (out / "kernel.csv").read_text().count("\n") == 6
+
+
+def test_env_var_chooses_the_workspace(tmp_path):
+    db = tmp_path / "env.duckdb"
+    proc = traceql("ingest", str(nsys_stub(tmp_path / "a.sqlite")), cwd=tmp_path, env={"TRACEQL_DB": str(db)})
+    assert proc.returncode == 0, proc.stderr
+    assert db.exists() and not (tmp_path / "traceql.duckdb").exists()
+
+
+def test_default_workspace_is_in_the_current_directory(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TRACEQL_DB"}
+    proc = subprocess.run([sys.executable, "-m", "traceql", "ingest", str(nsys_stub(tmp_path / "a.sqlite"))],
+                          capture_output=True, text=True, cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "traceql.duckdb").exists()
+
+
+def test_kernel_names_are_not_rich_markup(tmp_path):
+    db = tmp_path / "ws.duckdb"
+    traceql("--db", str(db), "ingest", str(nsys_stub(tmp_path / "a.sqlite")))
+    out = traceql("--db", str(db), "sql", "SELECT 'void f<[with T = float]>(T*)' AS name, [1] AS l")
+    assert "void f<[with T = float]>(T*)" in out.stdout
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["sql", "SELECT nope FROM kernel"], 2, "traceql: error: SQL: no column kernel.nope; columns of kernel: trace_id, "),
+    (["sql", "SELECT 1 FROM kernel WHERE ts > AND"], 2,
+     "traceql: error: SQL: syntax error at or near \"AND\" (line 1, column 33)"),
+    (["sql", "DROP TABLE kernel"], 2, "traceql: error: SQL: DROP TABLE is not a query"),
+    (["export", "-o", "x", "--trace", "99"], 2, "traceql: error: --trace 99: no such trace in"),
+    (["schema", "kernels"], 2, "traceql: error: no view 'kernels'; did you mean kernel? views: trace, device"),
+])
+def test_errors_are_one_line_with_exit_codes(tmp_path, args, code, message):
+    db = tmp_path / "ws.duckdb"
+    traceql("--db", str(db), "ingest", str(nsys_stub(tmp_path / "a.sqlite")))
+    proc = traceql("--db", str(db), *args, cwd=tmp_path)
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.startswith(message), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_missing_workspace(tmp_path):
+    proc = traceql("--db", str(tmp_path / "none.duckdb"), "info")
+    assert proc.returncode == 5
+    assert proc.stderr == (f"traceql: error: {tmp_path / 'none.duckdb'}: no workspace here; "
+                           "create one with 'traceql ingest FILE'\n")
+
+
+def test_schema_prints_descriptions():
+    out = traceql("schema", "kernel").stdout.splitlines()
+    assert out[0] == "kernel: one row per kernel execution on a GPU."
+    assert any(line.split()[:2] == ["dur", "BIGINT"] and "GPU execution time in ns" in line for line in out)
+
+
+def test_start_up_loads_only_what_the_command_needs(tmp_path):
+    # a report (or `import traceql`) does not load the ingest machinery, sqlglot or
+    # pyarrow.compute; the commands that need them import them, and traceql.ingest stays the
+    # function whichever is imported first
+    probe = """
+import sys
+import traceql.cli
+from traceql.cli import main
+heavy = ("traceql.store.ingest", "traceql.sources.adapters", "traceql.derive.pytorch", "traceql.query.where", "traceql.query.sqlcheck",
+         "sqlglot", "pyarrow.compute", "sqlite3")
+print(sorted(m for m in heavy if m in sys.modules))
+sys.argv = ["traceql", "--db", sys.argv[1], "report", "--by", "kernel", "--format", "csv"]
+try:
+    main()
+except SystemExit:
+    pass
+print(sorted(m for m in heavy if m in sys.modules))
+from traceql.sources.adapters import raw_ddl
+import traceql
+print(callable(traceql.ingest), traceql.ingest.__name__, traceql.open.__name__)
+"""
+    db = tmp_path / "ws.duckdb"
+    assert traceql("--db", str(db), "ingest", str(nsys_stub(tmp_path / "k.sqlite"))).returncode == 0
+    proc = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "[]" and lines[-2] == "[]", lines
+    assert lines[-1] == "True ingest open"

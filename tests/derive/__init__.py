@@ -1,0 +1,1 @@
+"""Tests of derive: attribution, PyTorch ops, FLOPs, CUDA graphs, memory."""

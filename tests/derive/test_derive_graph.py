@@ -1,0 +1,242 @@
+"""The derivation graph (schemas/derive/graph.csv, traceql.derivation): derived tables built on
+first use equal those an ingest builds eagerly, row for row, on every shared trace; a workspace
+that cannot be written still answers; two first uses at once build a family once."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import traceql
+from traceql.derive import derivation
+from traceql.sources.detect import detect
+from traceql.core.errors import TraceqlError
+from traceql.store.lock import workspace_lock
+from traceql.core.resources import CONTRACT_TABLES, read_schema
+
+from ..cli.test_bad_input import can_drop_privileges, cli, modes_as_for_a_user, shared_tmp  # noqa: F401 - a fixture
+from ..util import REPO, TRACES, sha256, trace_file
+
+NAMES = set(CONTRACT_TABLES) | {"gpu_op"}
+
+
+def _tables_read(sql: str) -> set[str]:
+    code = re.sub(r"--[^\n]*", "", sql)
+    code = re.sub(r"'[^']*'", "''", code)
+    return {w.lower() for w in re.findall(r"[A-Za-z_]\w*", code)} & NAMES
+
+
+def test_graph_inputs_are_what_the_sql_reads():
+    """Each step's declared inputs are exactly the contract tables its SQL names (kernel_op: also
+    derive/kernel_op_units.sql and the torch_op names traceql/pytorch.py reads), in build order."""
+    built = set()
+    for s in derivation.graph():
+        sql = read_schema(f"derive/{s.table}.sql")
+        if s.table == "kernel_op":
+            sql += read_schema("derive/kernel_op_units.sql") + "\nSELECT name FROM torch_op"
+        reads = _tables_read(sql) - {s.table} - set(s.writes)
+        assert set(s.inputs) == reads, s.table
+        assert set(s.needs_any) <= NAMES and set(s.writes) <= NAMES, s.table
+        assert not (set(s.inputs) & (set(derivation.tables()) - built)), f"{s.table} reads a table built after it"
+        built.add(s.table)
+    assert set(derivation.tables()) == {"launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
+                                        "device_busy", "unattributed_gpu", "op_stack"}
+
+
+def test_families_and_what_reads_them():
+    from traceql.query.library import builtin
+
+    assert derivation.read_by(builtin("kernel").sql) == set()
+    assert derivation.read_by(builtin("range").sql) == {"attribution"}
+    assert derivation.read_by(builtin("op").sql) == {"attribution", "pytorch"}
+    assert derivation.read_by("SELECT * FROM range_gpu") == {"attribution"}
+    assert derivation.read_by("SELECT * FROM KERNEL_OP") == {"attribution", "pytorch"}
+    assert derivation.read_by("SELECT * FROM call_stack") == {"attribution", "pytorch"}  # op_stack writes PyProf stacks
+    assert derivation.read_by("SELECT * FROM device_busy") == {"busy"}
+    assert derivation.read_by("SELECT * FROM ingest_stats") == {"attribution", "pytorch", "busy"}
+    keys = derivation.stat_keys(["attribution"])
+    assert keys == {"op_range.unattributed_ops", "nvtx_range.without_gpu_work"}
+
+
+def shared_traces() -> list[Path]:
+    """Every file under ../shared/traces that traceql reads (detect accepts it)."""
+    if not TRACES.is_dir():
+        pytest.skip("../shared/traces not present (third-party traces are not part of the repository)")
+    out = []
+    for p in sorted(TRACES.rglob("*")):
+        if not p.is_file() or p.name in ("SOURCE.txt", "README.md") or "oracle" in p.parts or p.suffix in (".csv", ".md"):
+            continue
+        try:
+            detect(p)
+        except TraceqlError:
+            continue
+        out.append(p)
+    return out
+
+
+def _ingest(files, db: Path, mode: str) -> None:
+    old = os.environ.get("TRACEQL_DERIVE")
+    os.environ["TRACEQL_DERIVE"] = mode
+    try:
+        traceql.ingest(files, db=db, jobs=1)
+    finally:
+        if old is None:
+            os.environ.pop("TRACEQL_DERIVE")
+        else:
+            os.environ["TRACEQL_DERIVE"] = old
+
+
+def _differences(a: Path, b: Path) -> dict[str, tuple[int, int]]:
+    """Per table (contract tables, ingest_stats, the stored reports and their registry): rows only
+    in A, rows only in B (multisets; trace.ingested_at aside)."""
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{a}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{b}' AS b (READ_ONLY)")
+    stored = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name IN ('a', 'b') "
+                                        "AND table_name LIKE 'stored_%'").fetchall()}
+    out = {}
+    for t in sorted(set(CONTRACT_TABLES) | stored):
+        cols = ", ".join(f'"{r[0]}"' for r in con.execute(f"DESCRIBE a.{t}").fetchall() if r[0] != "ingested_at")
+        only = [con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {x}.{t} EXCEPT ALL SELECT {cols} FROM {y}.{t})")
+                .fetchone()[0] for x, y in (("a", "b"), ("b", "a"))]
+        out[t] = (con.execute(f"SELECT count(*) FROM a.{t}").fetchone()[0], *only)
+    con.close()
+    return out
+
+
+def test_lazily_built_tables_equal_eagerly_built_ones_on_every_shared_trace(tmp_path):
+    """Every shared trace ingested twice: TRACEQL_DERIVE=full (every step at ingest, none skipped:
+    as ingest was before families) and the default (families built on first use, steps with empty
+    inputs skipped), its families then built in the order queries ask for them. Every contract
+    table, ingest_stats and the stored reports hold the same rows."""
+    files = shared_traces()
+    assert len(files) >= 30
+    full, lazy = tmp_path / "full.duckdb", tmp_path / "lazy.duckdb"
+    _ingest(files, full, "full")
+    _ingest(files, lazy, "lazy")
+    with traceql.open(lazy) as ws:
+        n = len(ws.trace_ids())
+        assert ws.sql("SELECT family, count(*) AS n FROM derived_family GROUP BY 1").to_pylist() == [
+            {"family": "ingest", "n": n}]
+        assert ws.sql("SELECT count(*) AS n FROM op_range").column("n")[0].as_py() > 0  # builds attribution
+        assert sorted(r[0] for r in ws.con.execute("SELECT DISTINCT family FROM derived_family").fetchall()) == [
+            "attribution", "ingest"]
+        ws.report("op")  # pytorch
+        ws.summary()  # busy
+        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 4 * n
+    diff = _differences(full, lazy)
+    assert {t: d for t, d in diff.items() if d[1] or d[2]} == {}
+    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_busy", "op_stack", "ingest_stats"):
+        assert diff[table][0] > 0, table  # the comparison saw rows of every family
+
+
+def _range_report(db: Path, env=None, user=None) -> subprocess.CompletedProcess:
+    return cli("--db", str(db), "report", "--by", "range", "--format", "csv", env=env, user=user)
+
+
+def test_a_read_only_workspace_answers(shared_tmp, monkeypatch):  # noqa: F811 - the fixture
+    """A workspace the user cannot write: the family is derived in a private copy, the answer is
+    the eagerly built one, a note says so, and the workspace file is not touched. As the user
+    'nobody' through the CLI when root can become it, else in-process with file modes applied as
+    for any user (tests/cli/test_bad_input.py)."""
+    src = trace_file("nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite")
+    full, ro = shared_tmp / "full.duckdb", shared_tmp / "ro" / "ws.duckdb"
+    ro.parent.mkdir()
+    _ingest([src], full, "full")
+    _ingest([src], ro, "lazy")
+    ro.chmod(0o444)
+    ro.parent.chmod(0o555)
+    before, listing = sha256(ro), sorted(os.listdir(ro.parent))
+    note = "cannot be written: op_range, range_gpu, unattributed_gpu derived for this command only"
+    if can_drop_privileges():
+        expected = _range_report(full)
+        got = _range_report(ro, user="nobody")
+        assert expected.returncode == 0 and got.returncode == 0, got.stderr
+        assert got.stdout == expected.stdout and got.stdout.count("\n") > 100
+        assert note in got.stderr
+    else:
+        modes_as_for_a_user(monkeypatch)
+        try:
+            with traceql.open(ro) as ws:
+                got, notes = ws.report("range"), list(ws.notes)
+        finally:
+            monkeypatch.undo()
+        with traceql.open(full) as ws:
+            expected = ws.report("range")
+        assert got.equals(expected) and got.num_rows > 100
+        assert len(notes) == 1 and note in notes[0]
+    assert sha256(ro) == before
+    assert sorted(os.listdir(ro.parent)) == listing  # nothing written next to it
+    with traceql.open(ro) as ws:  # still not built in the file itself
+        assert ws.con.execute("SELECT count(*) FROM op_range").fetchone()[0] == 0
+
+
+def test_concurrent_first_uses_build_once(tmp_path):
+    """Two `report --by range` start while another writer holds the workspace lock: both find the
+    attribution family missing and wait; the first to get the lock builds it, the second finds it
+    built in the workspace it then copies, and builds nothing (built twice, op_range would hold
+    every row twice)."""
+    src = trace_file("nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite")
+    full, db = tmp_path / "full.duckdb", tmp_path / "ws.duckdb"
+    _ingest([src], full, "full")
+    _ingest([src], db, "lazy")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "traceql", "--db", str(db), "report", "--by", "range", "--format", "csv"]
+    with workspace_lock(db):
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                 for _ in range(2)]
+        lock = db.with_name(db.name + ".lock")
+        waiting = 0
+        for p in procs:  # both reached the lock (each says that it waits)
+            line = p.stderr.readline()
+            assert "waiting" in line or "is writing" in line, line
+            waiting += 1
+        assert waiting == 2 and lock.exists()
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    expected = _range_report(full).stdout
+    assert outs[0][0] == outs[1][0] == expected
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT family, count(*) FROM derived_family GROUP BY 1 ORDER BY 1").fetchall() == [
+        ("attribution", 1), ("ingest", 1)]
+    n = con.execute("SELECT count(*) FROM op_range").fetchone()[0]
+    con.close()
+    con = duckdb.connect(str(full), read_only=True)
+    assert n == con.execute("SELECT count(*) FROM op_range").fetchone()[0] > 0
+    con.close()
+
+
+def test_forgotten_families_are_rebuilt_not_doubled(tmp_path):
+    """derived_family's rows deleted (`sql --write`) while the family tables keep theirs: the next
+    query rebuilds the families over the trace's old rows instead of beside them, so that every
+    table and ingest_stats hold what an untouched eager workspace holds (found by the fuzzer's
+    derived:forget variants: op_range counted twice)."""
+    src = trace_file("memfusion-rtx3090-onnx-nvtx-nsys2023.1/report1.sqlite")
+    eager, db = tmp_path / "eager.duckdb", tmp_path / "ws.duckdb"
+    _ingest([src], eager, "eager")
+    _ingest([src], db, "eager")
+    proc = cli("--db", str(db), "sql", "--write", "DELETE FROM derived_family WHERE family <> 'ingest'")
+    assert proc.returncode == 0, proc.stderr
+    with traceql.open(db) as ws:
+        assert ws.sql("SELECT count(*) AS n FROM op_range").column("n")[0].as_py() > 0  # rebuilds attribution
+        ws.report("op")  # pytorch
+        ws.summary()  # busy
+        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 4
+    con = duckdb.connect()  # the contract tables (sql --write dropped the stored reports, rebuilt on use)
+    con.execute(f"ATTACH '{eager}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{db}' AS b (READ_ONLY)")
+    for t in CONTRACT_TABLES:
+        cols = ", ".join(f'"{r[0]}"' for r in con.execute(f"DESCRIBE a.{t}").fetchall() if r[0] != "ingested_at")
+        n = con.execute(f"SELECT count(*) FROM a.{t}").fetchone()[0]
+        assert con.execute(f"SELECT count(*) FROM b.{t}").fetchone()[0] == n, t
+        assert con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM a.{t} EXCEPT ALL SELECT {cols} FROM b.{t})"
+                           ).fetchone()[0] == 0, t
+        if t in ("op_range", "range_gpu", "device_busy", "ingest_stats"):
+            assert n > 0, t
+    con.close()

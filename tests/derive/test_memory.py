@@ -1,0 +1,255 @@
+"""memory_event and report --by memory against independent walks of the source files: the
+PyTorch profiler's '[memory]' events read with the json module, nsys's
+CUDA_GPU_MEMORY_USAGE_EVENTS read with sqlite3.
+
+Each GPU's peak allocated bytes: the largest 'Total Allocated' (PyTorch since 2022: bert-small,
+Qwen), the peak of the running sum of 'Bytes' from the capture's start (PyTorch 2021: both
+ResNet-50 training traces), the running sum of device allocations minus frees (nsys, Extra-P's
+exports). The live allocations at the peak (allocated in the capture, not freed by the event
+that reached the peak) and the op around each are walked the same way."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from decimal import ROUND_HALF_UP, Decimal
+
+import pytest
+
+import traceql
+
+from ..util import trace_file
+
+KINETO = {
+    "bert": "kineto-tracelens-h100-bert-small/gaunernst_bert-small-uncased__1016001.json.gz",
+    "qwen": "kineto-tracelens-h100-qwen0.5b/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "resnet_a": "kineto-tbplugin-resnet50-memory-2021/worker0.1623143089861.pt.trace.json.gz",
+    "resnet_b": "kineto-tbplugin-resnet50-memory-2021/worker0.1623143566756.pt.trace.json.gz",
+}
+NSYS = {
+    "extrap_profile1": "extrap-windows-gtx1060-nsys2022.1/profile1.sqlite",
+    "extrap_con_kernel": "extrap-windows-gtx1060-nsys2022.1/con_kernel.sqlite",
+}
+
+
+def us_to_ns(value) -> int:
+    return int((Decimal(value) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def kineto_walk(path):
+    """The GPU memory events of a Kineto file in (ts, file) order, and its CPU ops by thread."""
+    with gzip.open(path, "rb") as fh:
+        events = json.load(fh, parse_float=Decimal)["traceEvents"]
+    mem, ops = [], {}
+    for i, e in enumerate(events):
+        if e.get("name") == "[memory]" and e.get("ph") == "i":
+            a = e["args"]
+            if a["Device Type"] == 1:
+                mem.append(dict(ts=us_to_ns(e["ts"]), row=i, device=a["Device Id"], bytes=a["Bytes"],
+                                addr=a.get("Addr"), total=a.get("Total Allocated"), pid=e["pid"], tid=e["tid"]))
+        elif e.get("ph") == "X" and e.get("cat") in ("cpu_op", "Operator", "user_annotation"):
+            start = us_to_ns(e["ts"])
+            ops.setdefault((e["pid"], e["tid"]), []).append((start, start + us_to_ns(e["dur"]), e["name"]))
+    mem.sort(key=lambda m: (m["ts"], m["row"]))
+    return mem, ops
+
+
+def nsys_walk(path):
+    """Device-memory events of an nsys export in (start, rowid) order, frees negative."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    rows = con.execute("SELECT rowid, start, deviceId, bytes, memoryOperationType, address "
+                       "FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE memKind = 2 ORDER BY start, rowid").fetchall()
+    con.close()
+    return [dict(ts=start, row=rowid, device=dev, bytes=-b if op == 1 else b, addr=addr, total=None, pid=None,
+                 tid=None) for rowid, start, dev, b, op, addr in rows]
+
+
+def peak_walk(mem):
+    """Per device: (peak bytes, index in mem of the first event reaching it, live allocations then
+    as {address: event}). The level is the recorded total when there is one, else the running sum."""
+    out = {}
+    for dev in sorted({m["device"] for m in mem}):
+        level, best, at, live, live_at = 0, None, None, {}, None
+        for i, m in enumerate(mem):
+            if m["device"] != dev:
+                continue
+            if m["addr"] is not None:
+                if m["bytes"] > 0:
+                    live[m["addr"]] = m
+                else:
+                    live.pop(m["addr"], None)
+            level = m["total"] if m["total"] is not None else level + m["bytes"]
+            if best is None or level > best:
+                best, at, live_at = level, i, dict(live)
+        out[dev] = (best, at, live_at)
+    return out
+
+
+def innermost(ops, pid, tid, ts):
+    """The op of the thread open at ts that started last (ts <= t < end), the longer first on ties."""
+    inside = [(s, -(e - s), n) for s, e, n in ops.get((pid, tid), []) if s <= ts < e]
+    return max(inside)[2] if inside else None
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    paths = {k: trace_file(v) for k, v in {**KINETO, **NSYS}.items()}
+    db = tmp_path_factory.mktemp("memory") / "ws.duckdb"
+    results = traceql.ingest(list(paths.values()), db=db)
+    ids = {k: r.trace_id for k, r in zip(paths, results)}
+    with traceql.open(db) as w:
+        yield w, ids, paths
+
+
+@pytest.fixture(scope="module")
+def walks(ws):
+    _, _, paths = ws
+    out = {}
+    for k, p in paths.items():
+        mem, ops = kineto_walk(p) if k in KINETO else (nsys_walk(p), {})
+        out[k] = (mem, ops, peak_walk(mem))
+    return out
+
+
+def rows(w, sql, **params):
+    return w.sql(sql, params).to_pylist()
+
+
+@pytest.mark.parametrize("name", [*KINETO, *NSYS])
+def test_peak_allocated_per_gpu(ws, walks, name):
+    w, ids, _ = ws
+    mem, _, peaks = walks[name]
+    got = rows(w, "SELECT device_id, count(*) AS n, max(allocated) AS peak FROM memory_event "
+                  "WHERE trace_id = $t AND mem_kind = 'Device' GROUP BY device_id ORDER BY device_id", t=ids[name])
+    assert [(r["device_id"], r["n"], r["peak"]) for r in got] == [
+        (dev, sum(1 for m in mem if m["device"] == dev), peak) for dev, (peak, _, _) in sorted(peaks.items())]
+    assert len(mem) > 0
+
+
+def test_known_peaks(walks):
+    """The figures of issue 38, as the walks find them."""
+    assert walks["resnet_a"][2][0][0] == walks["resnet_b"][2][0][0] == 2_791_636_480
+    assert walks["bert"][2][0][0] == 101_305_344
+    assert walks["qwen"][2][0][0] == 2_088_508_416
+    assert walks["extrap_profile1"][2][0][0] == 20_000_000
+
+
+@pytest.mark.parametrize("name", ["bert", "qwen", "extrap_profile1", "extrap_con_kernel"])
+def test_live_allocations_at_peak(ws, walks, name):
+    """The allocations live when each GPU first reached its peak, and the op around each."""
+    w, ids, _ = ws
+    mem, ops, peaks = walks[name]
+    for dev, (_, at, live) in peaks.items():
+        peak_ts = mem[at]["ts"]
+        got = rows(w, """
+            WITH d AS (SELECT * FROM memory_event WHERE trace_id = $t AND device_id = $d AND mem_kind = 'Device'),
+            p AS (SELECT min(memory_event_id) AS id FROM d WHERE allocated = (SELECT max(allocated) FROM d))
+            SELECT a.ts, a.bytes, a.address, r.name
+            FROM memory_event a CROSS JOIN p
+            LEFT JOIN nvtx_range r ON r.trace_id = a.trace_id AND r.range_id = a.range_id
+            WHERE a.trace_id = $t AND a.device_id = $d AND a.mem_kind = 'Device' AND a.bytes > 0
+              AND a.memory_event_id <= p.id AND (a.free_event_id IS NULL OR a.free_event_id > p.id)
+            ORDER BY a.memory_event_id""", t=ids[name], d=dev)
+        want = sorted(live.values(), key=lambda m: (m["ts"], m["row"]))
+        assert [(r["ts"], r["bytes"], r["address"]) for r in got] == [(m["ts"], m["bytes"], m["addr"]) for m in want]
+        assert [r["name"] for r in got] == [innermost(ops, m["pid"], m["tid"], m["ts"]) for m in want]
+        assert max(r["ts"] for r in got) <= peak_ts
+        if name in KINETO:
+            assert sum(r["name"] is not None for r in got) > 0
+
+
+def test_ranges_of_every_event(ws, walks):
+    """Every GPU memory event of bert-small sits in the op the walk finds around it."""
+    w, ids, _ = ws
+    mem, ops, _ = walks["bert"]
+    got = rows(w, "SELECT r.name FROM memory_event m LEFT JOIN nvtx_range r ON r.trace_id = m.trace_id "
+                  "AND r.range_id = m.range_id WHERE m.trace_id = $t AND m.mem_kind = 'Device' "
+                  "ORDER BY m.memory_event_id", t=ids["bert"])
+    assert [r["name"] for r in got] == [innermost(ops, m["pid"], m["tid"], m["ts"]) for m in mem]
+
+
+def test_ingest_stats(ws, walks):
+    w, ids, _ = ws
+    got = {(r["trace_id"], r["key"]): r["value"] for r in rows(
+        w, "SELECT trace_id, key, value FROM ingest_stats WHERE starts_with(key, 'memory_event.')")}
+    resnet_events = len(walks["resnet_a"][0])
+    assert got[(ids["resnet_a"], "memory_event.without_address")] >= resnet_events
+    for name in ("bert", "qwen", "extrap_profile1", "extrap_con_kernel"):  # every free paired, every block freed
+        assert (ids[name], "memory_event.free_without_allocation") not in got
+        assert (ids[name], "memory_event.allocation_not_freed") not in got
+    assert not any(k[1] == "memory_event.held_before_capture" for k in got)
+    assert rows(w, "SELECT count(*) AS n FROM memory_event WHERE allocated < 0")[0]["n"] == 0
+
+
+def profiler_step(ops, ts):
+    """The ProfilerStep#N range open at ts on any thread."""
+    found = [n for spans in ops.values() for s, e, n in spans if n.startswith("ProfilerStep#") and s <= ts < e]
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize("name", [*KINETO, *NSYS])
+def test_report_by_memory(ws, walks, name):
+    """report --by memory: each GPU's peak, when, the iteration, and the live bytes per op at the
+    peak, against the walk (Python API; the CLI prints the same table)."""
+    w, ids, _ = ws
+    mem, ops, peaks = walks[name]
+    table = w.report("memory", trace_id=ids[name], columns="all").to_pylist()
+    assert {r["device"] for r in table} == set(peaks)
+    for dev, (peak, at, live) in peaks.items():
+        got = [r for r in table if r["device"] == dev]
+        first = got[0]
+        assert first["peak_bytes"] == peak
+        assert all(r["peak_bytes"] == peak for r in got)
+        assert first["iteration"] == profiler_step(ops, mem[at]["ts"])
+        start = w.sql("SELECT start_ts FROM trace WHERE trace_id = $t", {"t": ids[name]}).to_pylist()[0]["start_ts"]
+        assert first["peak_at_ns"] == mem[at]["ts"] - start
+        held = {}
+        for m in live.values():
+            op = innermost(ops, m["pid"], m["tid"], m["ts"])
+            held[op] = held.get(op, 0) + m["bytes"]
+        by_op = {}
+        for r in got:
+            if r["holder"] in ("[before the capture]", "[unknown: no addresses]"):
+                continue
+            by_op[r["op"]] = by_op.get(r["op"], 0) + r["live_bytes"]
+        assert by_op == held
+        rest = {r["holder"]: r["live_bytes"] for r in got if r["allocations"] is None}
+        if mem[0]["addr"] is None:  # 2021: no addresses, nothing paired
+            assert rest == {"[unknown: no addresses]": peak} and held == {}
+        elif peak != sum(held.values()):
+            assert rest == {"[before the capture]": peak - sum(held.values())}
+        else:
+            assert rest == {}
+        assert sum(r["live_bytes"] for r in got) == peak
+
+
+def test_report_cli(ws):
+    """The CLI end to end (a process of its own, reading the workspace)."""
+    from ..util import cli as run
+
+    w, ids, _ = ws
+    proc = run("--db", str(w.path), "report", "--by", "memory", "--trace", str(ids["bert"]), "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0] == "trace_id,device,peak_bytes,peak_at_ns,iteration,reserved_bytes,holder,live_bytes,allocations,pct"
+    assert lines[1].startswith(f"{ids['bert']},0,101305344,") and ",ProfilerStep#6,121634816,[before the capture],91360768,," in lines[1]
+
+
+def test_plot_by_memory(ws, walks, tmp_path):
+    """plot --by memory draws each GPU's levels: the figure's solid line of GPU 0 peaks at the
+    walk's peak, and the PNG is written."""
+    pytest.importorskip("matplotlib")
+    w, ids, _ = ws
+    for name in ("bert", "resnet_a"):
+        out = tmp_path / f"{name}.png"
+        fig = w.plot("memory", out, trace_id=ids[name])
+        assert out.stat().st_size > 10_000
+        ax = fig.axes[0]
+        solid = [line for line in ax.get_lines() if line.get_label().startswith("GPU 0 allocated")]
+        assert len(solid) == 1
+        unit = ax.get_ylabel()
+        scale = {"(GB)": 1e9, "(MB)": 1e6}[unit.split()[-1]]
+        assert max(solid[0].get_ydata()) * scale == pytest.approx(walks[name][2][0][0], rel=1e-12)
+    with pytest.raises(traceql.UsageError, match="one trace"):
+        w.plot("memory", tmp_path / "all.png")

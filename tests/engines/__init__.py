@@ -1,0 +1,1 @@
+"""Tests of engines: Spark and the SQL transpiler."""

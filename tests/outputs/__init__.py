@@ -1,0 +1,1 @@
+"""Tests of outputs: text tables, formats, plots, timelines, exports."""

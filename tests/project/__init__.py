@@ -1,0 +1,1 @@
+"""Tests of the repository as a whole: layers, docs, packaging, benchmarks, fixture generators."""

@@ -1,0 +1,1 @@
+"""Tests of query: the report library, SQL checks, range filters, join plans."""

@@ -1,0 +1,181 @@
+"""Every join that ingest runs is linear or n log n: hash joins on equality keys, ASOF joins,
+IEJoins (sort-based inequality joins), never a nested loop, a blockwise nested loop, a
+piecewise merge join, a cross product, or a hash join that carries an interval condition as a
+residual filter (what made op_range quadratic: every call met every start/end range of its
+process). DuckDB picks the operator from its estimates, so a plan that is fine on a small input
+can go wrong on a big one; ingest sets the thresholds that turn those choices off
+(traceql/core/settings.py configure), and this test checks the plans it gets.
+
+Each statement ingest runs (the derive steps of schemas/derive/, the adapters, the stored
+reports), and those that build the families of derived tables on first use, is EXPLAINed right
+before it runs, on fixtures with the shapes that matter: several
+processes reusing correlation ids, push/pop stacks on several threads, start/end ranges that
+end on another thread, PyTorch op ranges with forward/backward pairs, unclosed ranges, and a
+PyTorch profiler (Kineto) trace."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from importlib import import_module
+
+import pytest
+
+import traceql
+from fixtures.gen_kineto import generate as generate_kineto
+from fixtures.gen_nsys import generate
+
+from ..util import REPO
+
+ingest_mod = import_module("traceql.store.transaction")  # the writing copy's connection
+
+FORBIDDEN = {"NESTED_LOOP_JOIN", "BLOCKWISE_NL_JOIN", "PIECEWISE_MERGE_JOIN", "CROSS_PRODUCT"}
+# an interval condition (a comparison of order, not '!='; '>>' is a shift)
+INEQUALITY = re.compile(r"(?<![<>])(<=|>=|<|>)(?![<>])")
+
+# Joins allowed although they match the checks above, each with the reason it stays linear: a
+# regular expression over the operator's condition (DuckDB's EXPLAIN 'Condition').
+ALLOWED = {
+    # kernel_op.sql (tensor-core patterns), kernel_op_units.sql (dtypes by kernel name): the
+    # DISTINCT kernel names of the trace against a fixed table of patterns shipped in
+    # schemas/torch/*.csv; device_peak.sql: the trace's GPUs against the GPU peak table. The
+    # pattern tables have a few dozen rows: names x patterns grows with the distinct names only.
+    r"^regexp_matches\(name, pattern(, 'i')?\)$": "distinct names x a fixed table of regular expressions",
+}
+
+EXPLAINABLE = re.compile(r"^\s*(SELECT|WITH|INSERT|CREATE\s+(OR\s+REPLACE\s+)?(TEMP\s+|TEMPORARY\s+)?TABLE)\b", re.I)
+
+
+def _operators(node):
+    info = dict(node.get("extra_info") or {})
+    # a cross product of single rows (ungrouped aggregates side by side) is no join to worry about
+    info["_children_rows"] = [_rows(c) for c in node.get("children", [])]
+    yield node.get("name"), info
+    for child in node.get("children", []):
+        yield from _operators(child)
+
+
+def _rows(node) -> float:
+    """DuckDB's row estimate of a plan node; an ungrouped aggregate gives one row, a cross
+    product the product of its children's."""
+    estimate = (node.get("extra_info") or {}).get("Estimated Cardinality")
+    if estimate is not None:
+        try:
+            return float(estimate)
+        except ValueError:
+            return float("inf")
+    if node.get("name") == "UNGROUPED_AGGREGATE":
+        return 1.0
+    if node.get("name") == "CROSS_PRODUCT":
+        rows = 1.0
+        for child in node.get("children", []):
+            rows *= _rows(child)
+        return rows
+    return float("inf")
+
+
+class PlanRecorder:
+    """A connection that EXPLAINs each statement before running it (installed in place of
+    ingest's timing wrapper) and records the joins it would use."""
+
+    seen: list = []
+
+    def __init__(self, con):
+        self._con = con
+
+    def execute(self, sql, *args):
+        statements = self._con.extract_statements(sql) if not args else []
+        if len(statements) > 1:
+            for statement in statements:
+                result = self.execute(statement.query)
+            return result
+        text = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+        if EXPLAINABLE.match(text):
+            rows = self._con.execute("EXPLAIN (FORMAT json) " + sql, *args).fetchall()
+            ops = [op for _, plan in rows for tree in json.loads(plan) for op in _operators(tree)]
+            PlanRecorder.seen.append((" ".join(text.split()), ops))
+        return self._con.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+def _bad_joins(ops):
+    bad = []
+    for name, info in ops:
+        conditions = info.get("Conditions") or info.get("Condition") or []
+        if isinstance(conditions, str):
+            conditions = [conditions]
+        if conditions and all(any(re.search(p, c) for p in ALLOWED) for c in conditions):
+            continue
+        if name == "CROSS_PRODUCT" and info["_children_rows"] and max(info["_children_rows"]) <= 1:
+            continue
+        if name in FORBIDDEN:
+            bad.append(f"{name} {conditions}")
+        elif name == "HASH_JOIN" and any(INEQUALITY.search(c) for c in conditions):
+            bad.append(f"HASH_JOIN with an inequality {conditions}")
+    return bad
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("plans")
+    sources = []
+    generate(tmp / "gen.sqlite", layout="3", kernels=3000, seed=3, nvtx_per_kernel=2.0)
+    sources.append(tmp / "gen.sqlite")
+    for name in ("nsys_attribution.sql", "nsys_torch.sql"):
+        src = tmp / name.replace(".sql", ".sqlite")
+        con = sqlite3.connect(src)
+        con.executescript((REPO / "fixtures" / name).read_text())
+        con.close()
+        sources.append(src)
+    generate_kineto(tmp / "kineto.json.gz", kernels=2000, seed=3)  # the Kineto adapters (schemas/kineto/)
+    sources.append(tmp / "kineto.json.gz")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TRACEQL_TIMING", "1")
+    mp.setattr(ingest_mod, "_TimedConnection", PlanRecorder)
+    PlanRecorder.seen = []
+    try:
+        traceql.ingest(sources, db=tmp / "ws.duckdb")
+        # the families of derived tables built on first use (traceql.derivation), as a query builds them
+        with traceql.open(tmp / "ws.duckdb") as ws:
+            ws.ensure()
+            assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 4 * len(sources)
+    finally:
+        mp.undo()
+    return list(PlanRecorder.seen)
+
+
+def test_every_join_of_ingest_is_linear(plans):
+    assert len(plans) > 50  # the derive steps were seen
+    problems = []
+    for text, ops in plans:
+        bad = _bad_joins(ops)
+        if bad:
+            problems.append(f"{text[:160]} ... : {'; '.join(bad)}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_attribution_steps_use_asof_and_iejoin(plans):
+    """The two joins op_range is built on are there (the test above would pass vacuously if the
+    statements were not seen)."""
+    op_range = [[name for name, _ in ops] for text, ops in plans if text.startswith("INSERT INTO op_range")]
+    se_pairs = [[name for name, _ in ops] for text, ops in plans if "TABLE raw.op_se_pairs" in text]
+    assert op_range and se_pairs
+    assert all(names.count("ASOF_JOIN") == 1 for names in op_range)
+    assert all("IE_JOIN" in names for names in se_pairs)
+
+
+def test_the_checker_catches_what_it_should():
+    """A hash join on a process key with an interval as residual filter, and a nested loop,
+    are reported."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE c AS SELECT i % 2 AS pid, i AS ts FROM range(1000) t(i)")
+    con.execute("CREATE TABLE r AS SELECT i % 2 AS pid, i AS ts, i + 10 AS e FROM range(100) t(i)")
+    plan = con.execute("EXPLAIN (FORMAT json) SELECT * FROM c JOIN r ON c.pid = r.pid AND r.ts <= c.ts AND r.e >= c.ts").fetchall()
+    assert _bad_joins([op for _, p in plan for tree in json.loads(p) for op in _operators(tree)])
+    plan = con.execute("EXPLAIN (FORMAT json) SELECT * FROM c JOIN r ON c.pid = r.pid OR r.ts <= c.ts").fetchall()
+    assert _bad_joins([op for _, p in plan for tree in json.loads(p) for op in _operators(tree)])

@@ -1,0 +1,1 @@
+"""Tests of sources: what a file is and how each format's tables are read."""

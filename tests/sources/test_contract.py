@@ -1,0 +1,96 @@
+"""The contract: every layout's adapters produce exactly the contract columns, and the
+contract tables look the same whichever layout filled them."""
+
+import duckdb
+import pytest
+
+import traceql
+from traceql.sources.adapters import prepare
+from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
+from traceql.store.load import ID_TABLES
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, read_schema
+
+from ..util import nsys_stub, trace_file
+
+LAYOUTS = ("nsys/legacy", "nsys/v2", "nsys/v3", "nvprof/v12", "rocpd/v3", "rocprof/v1", "rpd/v2")
+ID_COLUMNS = dict(ID_TABLES)
+# adapter view -> contract table it fills
+FILLS = {"src_kernel": "kernel", "src_api_call": "api_call", "src_memcpy": "memcpy",
+         "src_memset": "memset", "src_thread": "thread", "src_device": "device"}
+
+
+def adapter_columns(layout: str) -> dict[str, list[str]]:
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS raw")
+    con.execute("USE raw")
+    con.execute(raw_ddl(layout))
+    con.execute("USE memory")
+    prepare(con, layout)
+    for name in ADAPTER_FILES:
+        con.execute(adapter_sql(layout, name))
+    out = {}
+    for view in list(FILLS) + ["src_nvtx_event"]:
+        out[view] = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
+    return out
+
+
+def contract_columns(table: str) -> list[str]:
+    return [c.name for c in contract_docs()[table].columns]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_adapters_produce_exactly_the_contract_columns(layout):
+    cols = adapter_columns(layout)
+    for view, table in FILLS.items():
+        expected = [c for c in contract_columns(table) if c not in ("trace_id", ID_COLUMNS.get(table))]
+        got = [c for c in cols[view] if c != "src_row"]
+        assert sorted(got) == sorted(expected), f"{layout} {view}"
+    nvtx = set(cols["src_nvtx_event"]) - {"src_row", "kind", "end_ts"}
+    assert nvtx <= set(contract_columns("nvtx_range")), nvtx - set(contract_columns("nvtx_range"))
+
+
+def test_every_contract_column_is_documented_and_matches_the_table():
+    con = duckdb.connect()
+    for name in CONTRACT_TABLES + CONTRACT_VIEWS:
+        con.execute(read_schema(f"contract/{name}.sql"))
+    for name, doc in contract_docs().items():
+        assert doc.doc and len(doc.doc) > 20, name
+        described = [r[0] for r in con.execute(f"DESCRIBE {name}").fetchall()]
+        assert [c.name for c in doc.columns] == described, name
+        for c in doc.columns:
+            assert len(c.doc) > 8, f"{name}.{c.name} has no real description"
+
+
+def test_contract_tables_are_identical_across_layouts(tmp_path):
+    files = {
+        "nsys/legacy": trace_file("kmeans-rtx3080-old-nsys/report2.sqlite"),
+        "nsys/v2": trace_file("pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"),
+        "nsys/v3": trace_file("nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite"),
+        "nvprof/v12": trace_file("nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql"),
+    }
+    shapes = {}
+    for layout, path in files.items():
+        db = tmp_path / f"{layout.replace('/', '_')}.duckdb"
+        [res] = traceql.ingest([path], db=db)
+        assert res.detected.layout == layout
+        with traceql.open(db) as ws:
+            shapes[layout] = {
+                t: ws.sql(f"SELECT column_name, data_type FROM information_schema.columns "
+                          f"WHERE table_name = '{t}' ORDER BY ordinal_position").to_pylist()
+                for t in CONTRACT_TABLES + CONTRACT_VIEWS}
+            assert ws.sql("SELECT count(*) AS n FROM kernel").to_pylist()[0]["n"] > 0
+    first = shapes["nsys/legacy"]
+    for layout, shape in shapes.items():
+        assert shape == first, layout
+
+
+def test_lazy_export_missing_tables_gives_empty_views(tmp_path):
+    # a stub with nothing but one kernel: every other view is empty, not an error
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([nsys_stub(tmp_path / "k.sqlite")], db=db)
+    with traceql.open(db) as ws:
+        counts = {t: ws.sql(f"SELECT count(*) AS n FROM {t}").to_pylist()[0]["n"]
+                  for t in ("kernel", "api_call", "memcpy", "memset", "nvtx_range", "nvtx_mark", "gpu_op")}
+        assert counts == {"kernel": 1, "api_call": 0, "memcpy": 0, "memset": 0, "nvtx_range": 0,
+                          "nvtx_mark": 0, "gpu_op": 1}
+        assert ws.sql("SELECT device_id, name FROM device").to_pylist() == [{"device_id": 0, "name": None}]

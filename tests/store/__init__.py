@@ -1,0 +1,1 @@
+"""Tests of store: the workspace file, upgrades, stored reports, extreme inputs at ingest."""
