@@ -89,14 +89,17 @@ HTA = ("import sys, logging; logging.disable(logging.CRITICAL)\n"
        "t = TraceAnalysis(trace_dir=D); tr = t.t.get_trace(0); print(len(tr))")
 
 
-def kineto_input(kernels: int) -> Path:
+def kineto_input(kernels: int, memory: bool = False) -> Path:
+    """The generated trace of KERNELS kernels (memory: with '[memory]' events, gen_kineto --memory),
+    cached in bench/data/."""
     DATA.mkdir(parents=True, exist_ok=True)
-    path = DATA / f"kineto_{kernels}.json.gz"
+    path = DATA / f"kineto_{kernels}{'_memory' if memory else ''}.json.gz"
     if not path.exists():
         part = path.with_name("part_" + path.name)
         harness.log(f"generating {path.name} ...")
         p = harness.run_child([sys.executable, "-m", "fixtures.gen_kineto", "--kernels", str(kernels), "-q",
-                               "--force", "-o", str(part)], env={"PYTHONPATH": str(REPO)})
+                               "--force", "-o", str(part), *(["--memory"] if memory else [])],
+                              env={"PYTHONPATH": str(REPO)})
         if p.rc != 0:
             raise SystemExit(f"generating {path.name} failed:\n{p.err}")
         part.rename(path)

@@ -1,4 +1,4 @@
--- memory_event: one row per memory allocation or free the profiler recorded (PyTorch profiler traces with profile_memory=True: the caching allocator's '[memory]' events; nsys exports with --cuda-memory-usage=true: CUDA_GPU_MEMORY_USAGE_EVENTS), with the bytes held after it and the range open on its thread at that moment.
+-- memory_event: one row per memory allocation or free the profiler recorded (PyTorch profiler traces with profile_memory=True: the caching allocator's '[memory]' events; nsys exports with --cuda-memory-usage=true: CUDA_GPU_MEMORY_USAGE_EVENTS), with the bytes held after it and the range and call stack open on its thread at that moment.
 CREATE TABLE memory_event (
     trace_id          INTEGER NOT NULL, -- trace this row belongs to (trace.trace_id)
     memory_event_id   BIGINT NOT NULL,  -- id of the event within its trace, in (ts, file) order
@@ -15,5 +15,6 @@ CREATE TABLE memory_event (
     level_source      VARCHAR NOT NULL, -- where allocated comes from: 'recorded' (the source's total) or 'running_sum' (computed from the capture's events)
     alloc_event_id    BIGINT,           -- for a free: its allocation (memory_event_id), the last earlier event at the same device, kind and address when that is an allocation; NULL when the capture holds none (the block was allocated before it began; counted in ingest_stats 'memory_event.free_without_allocation') or the address is not recorded
     free_event_id     BIGINT,           -- for an allocation: its free, the next event at the same device, kind and address when that is a free; NULL when not freed within the capture (live at its end) or the address is not recorded
-    range_id          BIGINT            -- innermost push/pop range (NVTX range or PyTorch op, nvtx_range.range_id) open on the event's thread at its time, ts <= event < end; NULL when none or the thread is unknown
+    range_id          BIGINT,           -- innermost push/pop range (NVTX range or PyTorch op, nvtx_range.range_id) open on the event's thread at its time, ts <= event < end; NULL when none or the thread is unknown
+    stack_id          BIGINT            -- the Python call stack open on the event's thread at its time (call_stack.stack_id; PyTorch profiler traces recorded with with_stack=True); NULL when none was recorded (nsys: not read)
 );

@@ -67,6 +67,6 @@ SELECT getvariable('trace_id')::INTEGER AS trace_id, run.memory_event_id, run.de
                      AS BIGINT)) AS allocated,
        run.total_reserved AS reserved,
        CASE WHEN run.total_allocated IS NOT NULL THEN 'recorded' ELSE 'running_sum' END AS level_source,
-       run.alloc_event_id, run.free_event_id, g.range_id
+       run.alloc_event_id, run.free_event_id, g.range_id, run.stack_id
 FROM run
 LEFT JOIN raw.mem_range g USING (memory_event_id);

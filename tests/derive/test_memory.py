@@ -47,7 +47,8 @@ def kineto_walk(path):
             a = e["args"]
             if a["Device Type"] == 1:
                 mem.append(dict(ts=us_to_ns(e["ts"]), row=i, device=a["Device Id"], bytes=a["Bytes"],
-                                addr=a.get("Addr"), total=a.get("Total Allocated"), pid=e["pid"], tid=e["tid"]))
+                                addr=a.get("Addr"), total=a.get("Total Allocated"), pid=e["pid"], tid=e["tid"],
+                                reserved=a.get("Total Reserved")))
         elif e.get("ph") == "X" and e.get("cat") in ("cpu_op", "Operator", "user_annotation"):
             start = us_to_ns(e["ts"])
             ops.setdefault((e["pid"], e["tid"]), []).append((start, start + us_to_ns(e["dur"]), e["name"]))
@@ -62,7 +63,7 @@ def nsys_walk(path):
                        "FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE memKind = 2 ORDER BY start, rowid").fetchall()
     con.close()
     return [dict(ts=start, row=rowid, device=dev, bytes=-b if op == 1 else b, addr=addr, total=None, pid=None,
-                 tid=None) for rowid, start, dev, b, op, addr in rows]
+                 tid=None, reserved=None) for rowid, start, dev, b, op, addr in rows]
 
 
 def peak_walk(mem):
@@ -169,6 +170,36 @@ def test_ranges_of_every_event(ws, walks):
     assert [r["name"] for r in got] == [innermost(ops, m["pid"], m["tid"], m["ts"]) for m in mem]
 
 
+@pytest.mark.parametrize("name", ["bert", "qwen"])
+def test_stack_of_every_event(ws, name):
+    """Each memory event's Python stack (with_stack=True): the python_function events open on its
+    thread at the event, outermost first (ts <= t < ts + dur; zero-length frames hold nothing),
+    walked in the json; an event with none open would have no stack."""
+    w, ids, paths = ws
+    with gzip.open(paths[name], "rb") as fh:
+        events = json.load(fh, parse_float=Decimal)["traceEvents"]
+    frames = {}
+    for e in events:
+        if e.get("cat") == "python_function" and e.get("ph") == "X" and us_to_ns(e["dur"]) > 0:
+            s = us_to_ns(e["ts"])
+            frames.setdefault((e["pid"], e["tid"]), []).append((s, s + us_to_ns(e["dur"]), e["name"]))
+    want = []
+    for i, e in enumerate(events):
+        if e.get("name") == "[memory]" and e.get("ph") == "i":
+            t = us_to_ns(e["ts"])
+            held = sorted((f for f in frames.get((e["pid"], e["tid"]), []) if f[0] <= t < f[1]),
+                          key=lambda f: (f[0], -f[1]))
+            want.append((t, i, [f[2] for f in held] or None))
+    want.sort()
+    got = rows(w, """
+        SELECT m.memory_event_id, (SELECT list(c.frame ORDER BY c.level) FROM call_stack c
+                                   WHERE c.trace_id = m.trace_id AND c.stack_id = m.stack_id) AS frames
+        FROM memory_event m WHERE m.trace_id = $t ORDER BY m.memory_event_id""", t=ids[name])
+    assert [r["frames"] for r in got] == [f for _, _, f in want]
+    assert sum(f is not None for _, _, f in want) > 200
+    assert len({tuple(f) for _, _, f in want if f}) > 10  # many code lines, not one stack for all
+
+
 def test_ingest_stats(ws, walks):
     w, ids, _ = ws
     got = {(r["trace_id"], r["key"]): r["value"] for r in rows(
@@ -222,6 +253,91 @@ def test_report_by_memory(ws, walks, name):
         else:
             assert rest == {}
         assert sum(r["live_bytes"] for r in got) == peak
+
+
+def iteration_walk(mem, ops):
+    """Per (device, ProfilerStep): the peak of the level over the step's events (ts in [start,
+    end) of the step's CPU range), the first event reaching it, the level before the step's first
+    event and after its last, and the live allocations at that peak by innermost op."""
+    spans = {}
+    for ranges in ops.values():
+        for s, e, n in ranges:
+            if n.startswith("ProfilerStep#") and (n not in spans or s < spans[n][0]):
+                spans[n] = (s, e)
+    steps = sorted((s, e, n) for n, (s, e) in spans.items())
+    out = {}
+    for dev in sorted({m["device"] for m in mem}):
+        events = [m for m in mem if m["device"] == dev]
+        levels, level = [], 0
+        for m in events:
+            level = m["total"] if m["total"] is not None else level + m["bytes"]
+            levels.append(level)
+        for k, (s, e, name) in enumerate(steps, start=1):
+            idx = [i for i, m in enumerate(events) if s <= m["ts"] < e]
+            if not idx:
+                continue
+            peak = max(levels[i] for i in idx)
+            at = next(i for i in idx if levels[i] == peak)
+            first = idx[0]
+            start = levels[first - 1] if first else levels[first] - events[first]["bytes"]
+            live = {}
+            for m in events[:at + 1]:
+                if m["addr"] is not None:
+                    if m["bytes"] > 0:
+                        live[m["addr"]] = m
+                    else:
+                        live.pop(m["addr"], None)
+            held = {}
+            for m in live.values():
+                op = innermost(ops, m["pid"], m["tid"], m["ts"])
+                held[op] = held.get(op, 0) + m["bytes"]
+            out[(dev, name)] = dict(step=k, peak=peak, ts=events[at]["ts"], start=start, end=levels[idx[-1]],
+                                    reserved=events[at]["reserved"], held=held,
+                                    addressed=events[at]["addr"] is not None)
+    return out
+
+
+@pytest.mark.parametrize("name", [*KINETO])
+def test_report_by_memory_per_iteration(ws, walks, name):
+    """report --by memory --per-iteration: each GPU's peak in each ProfilerStep, when, the level
+    at the step's start and end, reserved at the peak, and the live bytes per op then."""
+    w, ids, _ = ws
+    mem, ops, _ = walks[name]
+    want = iteration_walk(mem, ops)
+    table = w.report("memory", trace_id=ids[name], columns="all", per_iteration=True).to_pylist()
+    start = w.sql("SELECT start_ts FROM trace WHERE trace_id = $t", {"t": ids[name]}).to_pylist()[0]["start_ts"]
+    assert {(r["device"], r["iteration"]) for r in table} == set(want)
+    for (dev, it), x in want.items():
+        got = [r for r in table if (r["device"], r["iteration"]) == (dev, it)]
+        first = got[0]
+        assert (first["step"], first["peak_bytes"], first["peak_at_ns"], first["start_bytes"], first["end_bytes"],
+                first["reserved_bytes"]) == (x["step"], x["peak"], x["ts"] - start, x["start"], x["end"],
+                                             x["reserved"])
+        by_op = {}
+        for r in got:
+            if r["allocations"] is not None:
+                by_op[r["op"]] = by_op.get(r["op"], 0) + r["live_bytes"]
+        assert by_op == x["held"]
+        assert sum(r["live_bytes"] for r in got) == x["peak"]
+    if name.startswith("resnet"):  # six training steps, each back to the level it began at
+        assert len(want) == 6 and all(x["start"] == x["end"] for x in want.values())
+        assert max(x["peak"] for x in want.values()) == 2_791_636_480
+
+
+def test_report_per_iteration_cli(ws):
+    """--per-iteration on the command line: a row per step; refused by a report it does not apply to."""
+    from .util import cli as run
+
+    w, ids, _ = ws
+    proc = run("--db", str(w.path), "report", "--by", "memory", "--per-iteration", "--trace", str(ids["resnet_a"]),
+               "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0] == ("trace_id,device,peak_bytes,peak_at_ns,iteration,start_bytes,end_bytes,reserved_bytes,"
+                        "holder,live_bytes,allocations,pct")
+    assert [ln.split(",")[4] for ln in lines[1:]] == [f"ProfilerStep#{k}" for k in range(5, 11)]
+    proc = run("--db", str(w.path), "report", "--by", "kernel", "--per-iteration")
+    assert proc.returncode == 2 and "--per-iteration" in proc.stderr
 
 
 def test_report_cli(ws):

@@ -130,7 +130,7 @@ def plans(tmp_path_factory):
         con.executescript((REPO / "fixtures" / name).read_text())
         con.close()
         sources.append(src)
-    generate_kineto(tmp / "kineto.json.gz", kernels=2000, seed=3)  # the Kineto adapters (schemas/kineto/)
+    generate_kineto(tmp / "kineto.json.gz", kernels=2000, seed=3, memory=True)  # the Kineto adapters (schemas/kineto/)
     sources.append(tmp / "kineto.json.gz")
     mp = pytest.MonkeyPatch()
     mp.setenv("TRACEQL_TIMING", "1")

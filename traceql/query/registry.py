@@ -72,7 +72,7 @@ REPORTS: dict[str, Report] = {
     "clock": Report("clock", {}, "how the traces' clocks line up (skew between hosts)"),
     "gpu-trace": Report("gpu_trace", {}, "each kernel, copy, memset in time order (--print-gpu-trace)"),
     "api-trace": Report("api_trace", {}, "each API call in time order (nvprof --print-api-trace)"),
-    "memory": Report("memory", {}, "each GPU's peak memory and who holds it at the peak"),
+    "memory": Report("memory", {"per_iteration": False}, "each GPU's peak memory and who holds it at the peak"),
 }
 
 class Option(NamedTuple):
@@ -124,9 +124,10 @@ OPTIONS: dict[str, Option] = {
     "measure": Option("--measure", ("straggler",), {"type": "string", "enum": ["time", "compute"]},
                       "straggler: compare the ranges' durations, or the compute kernel time launched inside them.",
                       default="time"),
-    "per_iteration": Option("--per-iteration", ("straggler",), {"type": "boolean"},
+    "per_iteration": Option("--per-iteration", ("straggler", "memory"), {"type": "boolean"},
                             "straggler: a row per iteration (the i-th range of a name on every rank) instead of "
-                            "per name."),
+                            "per name. memory: each GPU's peak in each iteration (ProfilerStep), with the "
+                            "level at its start and end."),
 }
 
 # The reports whose rows --group chooses, and what each can group by (the first: the default).

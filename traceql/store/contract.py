@@ -43,7 +43,7 @@ CHANGES = {
        "sync_event rows for synchronizing HIP calls on AMD traces, which analyze's sync_calls counts; "
        "hostile input: Kineto device ids beyond 32 bits and op sizes that are not counts (or FLOPs past 2**63-1) "
        "are NULL with a warning; times beyond +-2**62 ns (or durations adding up to 2**62 ns) are refused at ingest; "
-       "memory_event (allocations and frees with levels and ranges, Kineto profile_memory and nsys "
+       "memory_event (allocations and frees with levels, ranges and Python stacks, Kineto profile_memory and nsys "
        "--cuda-memory-usage), the analyze rules memory_leak, allocator_churn and memory_peak, and GPU memory "
        "counter tracks in the Perfetto export; "
        "trace.driver_version, cuda_driver_version, cuda_runtime_version and torch_version "

@@ -8,6 +8,7 @@
 --   Addr, Total Allocated, Total Reserved   written since 2022 (NULL in 2021's traces): the
 --                    block's address, and the allocator's allocated and reserved bytes on that
 --                    device after the event.
+-- The Python stack open on the thread at the event (with_stack=True): src_api_stack of stacks.sql.
 CREATE OR REPLACE TEMP VIEW src_memory_event AS
 WITH m AS (
     SELECT src_row, pid, tid, kineto_ns(ts) AS ts,
@@ -17,7 +18,7 @@ WITH m AS (
     WHERE name = '[memory]' AND ph = 'i' AND args <> ''
 )
 SELECT
-    src_row,
+    m.src_row,
     CASE WHEN TRY_CAST(a[3] AS INTEGER) >= 0 AND TRY_CAST(a[2] AS INTEGER) <> 0
          THEN TRY_CAST(a[3] AS INTEGER) END                           AS device_id,
     CASE TRY_CAST(a[2] AS INTEGER) WHEN 0 THEN 'Host' WHEN 1 THEN 'Device' WHEN 6 THEN 'Device'
@@ -27,6 +28,8 @@ SELECT
     TRY_CAST(a[4] AS BIGINT)                                         AS address,
     CAST(NULL AS BIGINT)                                             AS correlation_id,
     TRY_CAST(a[5] AS BIGINT)                                         AS total_allocated,
-    TRY_CAST(a[6] AS BIGINT)                                         AS total_reserved
+    TRY_CAST(a[6] AS BIGINT)                                         AS total_reserved,
+    k.stack_id                                                       AS stack_id
 FROM m
+LEFT JOIN src_api_stack k ON k.src_row = m.src_row
 WHERE ts IS NOT NULL AND TRY_CAST(a[1] AS BIGINT) IS NOT NULL;

@@ -1,8 +1,9 @@
 -- Python stacks of PyTorch profiler traces recorded with with_stack=True: the profiler writes one
 -- 'python_function' event per call of a Python function ('train.py(42): step',
 -- 'torch/nn/modules/module.py(1501): _call_impl'), on the thread that ran it; calls nest by time.
--- The stack of a CUDA API call (cuda_runtime, cuda_driver) is the chain of Python frames open
--- on its thread when it started, from the outermost down to the innermost.
+-- The stack of a CUDA API call (cuda_runtime, cuda_driver), and of a memory allocation or free
+-- (a '[memory]' instant event, schemas/kineto/common/memory.sql), is the chain of Python frames
+-- open on its thread when it started, from the outermost down to the innermost.
 --
 -- As for NVTX ranges (schemas/derive/nvtx_range.sql), without an interval join: one running sum
 -- over each thread's frame starts (+1), ends (-1) and call starts (0) gives a frame's depth (the
@@ -33,6 +34,12 @@ events AS (
     SELECT t.th, c.src_row, c.ts, 2, 0, 0, false
     FROM raw.kineto_typed c JOIN threads t ON t.pid = coalesce(c.pid, -1) AND t.tid = coalesce(c.tid, -1)
     WHERE c.kind IN ('runtime', 'driver') AND c.ts IS NOT NULL
+    UNION ALL
+    SELECT t.th, m.src_row, m.ts, 2, 0, 0, false
+    FROM (SELECT src_row, pid, tid, kineto_ns(ts) AS ts FROM raw.kineto_event
+          WHERE name = '[memory]' AND ph = 'i') m
+    JOIN threads t ON t.pid = coalesce(m.pid, -1) AND t.tid = coalesce(m.tid, -1)
+    WHERE m.ts IS NOT NULL
 )
 SELECT src_row, th, tm AS ts, frame, ord = 2 AS call,
        sum(delta) OVER (PARTITION BY th ORDER BY tm, ord, k, src_row ROWS UNBOUNDED PRECEDING) AS open
@@ -95,6 +102,7 @@ JOIN raw.py_frame f ON f.src_row = u.src_row;
 CREATE OR REPLACE TEMP VIEW src_call_stack AS
 SELECT stack_id, level, frame, module, 'python' AS source FROM raw.py_stack_frames;
 
+-- the stack of each call and memory event (by its row of raw.kineto_event)
 CREATE OR REPLACE TEMP VIEW src_api_stack AS
 SELECT c.src_row, s.stack_id
 FROM raw.py_call c

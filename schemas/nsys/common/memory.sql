@@ -2,7 +2,7 @@
 -- --cuda-memory-usage=true): bytes made negative for a free (memoryOperationType 1), the memory
 -- kind by the export's CUDA_MEMOPR_MEMORY_KIND numbering (that of ENUM_CUDA_MEM_KIND, src_mem_kind).
 -- nsys records no thread and no allocator totals (NULL); the correlation id is kept when not 0.
--- CUDA_GPU_MEMORY_POOL_EVENTS (stream-ordered pools) are not read.
+-- CUDA_GPU_MEMORY_POOL_EVENTS (stream-ordered pools) are not read. No call stack (NULL).
 CREATE OR REPLACE TEMP VIEW src_memory_event AS
 SELECT
     m.rowid                                                      AS src_row,
@@ -15,7 +15,8 @@ SELECT
     m.address                                                    AS address,
     nullif(m.correlationId, 0)                                   AS correlation_id,
     CAST(NULL AS BIGINT)                                         AS total_allocated,
-    CAST(NULL AS BIGINT)                                         AS total_reserved
+    CAST(NULL AS BIGINT)                                         AS total_reserved,
+    CAST(NULL AS BIGINT)                                         AS stack_id
 FROM raw.CUDA_GPU_MEMORY_USAGE_EVENTS m
 LEFT JOIN src_mem_kind mk ON mk.id = m.memKind
 WHERE m.start IS NOT NULL AND m.bytes IS NOT NULL AND m.memoryOperationType IN (0, 1);
