@@ -268,3 +268,43 @@ def test_upgrade_from_contract_2_recomputes_kernel_op(tmp_path_factory, tmp_path
     with traceql.open(db) as ws:
         ops = ws.report("kernel-op", columns="op,aten_op,params", limit=31).to_pylist()
     assert ops[30] == {"op": "linear", "aten_op": "mm", "params": "M=200,N=(35,20),K=200,fp32"}
+
+
+def test_upgrade_from_contract_2_fills_memory_event(tmp_path_factory, tmp_path):
+    """2 -> 3 with memory sources: the package at V2 (no memory_event) ingests a PyTorch profiler
+    trace recorded with profile_memory and with_stack (bert-small) and an nsys export captured
+    with --cuda-memory-usage (Extra-P profile1). Upgraded with the files in place, every table
+    equals a fresh ingest's: memory_event filled (levels, pairs, ranges, stacks) and call_stack
+    with the stacks only memory events have. Without the files, memory_event stays empty for
+    those traces (only the source holds the events) and report --by memory says why."""
+    srcs = []
+    for rel in ("kineto-tracelens-h100-bert-small/gaunernst_bert-small-uncased__1016001.json.gz",
+                "extrap-windows-gtx1060-nsys2022.1/profile1.sqlite"):
+        srcs.append(tmp_path / rel.split("/")[-1])
+        shutil.copyfile(trace_file(rel), srcs[-1])
+    fresh = tmp_path / "fresh.duckdb"
+    traceql.ingest(srcs, db=fresh)
+    v2 = tmp_path / "v2.duckdb"
+    ingest_v1(package_at(V2, tmp_path_factory), srcs, v2)
+    db = tmp_path / "ws.duckdb"
+    shutil.copyfile(v2, db)
+    proc = cli("--db", db, "upgrade")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "trace 1: read again from its source", "trace 2: read again from its source",
+        f"upgraded {db} from contract version 2 to {CONTRACT_VERSION} (2 traces)"]
+    got, want = rows_of(db), rows_of(fresh)
+    assert got == want
+    assert len(want["memory_event"]) == 236 + 60
+    assert sum(r[-1] is not None for r in want["memory_event"]) == 236  # bert's events have their stacks
+
+    for s in srcs:
+        s.unlink()
+    db = tmp_path / "sourceless.duckdb"
+    shutil.copyfile(v2, db)
+    proc = cli("--db", db, "upgrade")
+    assert proc.returncode == 0, proc.stderr
+    with traceql.open(db) as ws:
+        assert ws.sql("SELECT count(*) AS n FROM memory_event").to_pylist() == [{"n": 0}]
+    proc = cli("--db", db, "report", "--by", "memory")
+    assert proc.returncode == 0 and "no memory allocations recorded in this workspace" in proc.stdout + proc.stderr
