@@ -341,3 +341,41 @@ def test_perfetto_memory_counters_reserved(generated, tmp_path):
     last = {e["ts"] * 1000: (e["args"]["Total Allocated"], e["args"]["Total Reserved"]) for e in events}
     assert [(ts, a, r) for _, ts, a, r in got] == [(ts, *last[ts]) for ts in sorted(last)]
     assert {r for _, _, _, r in got} == {2 * SEGMENT, 3 * SEGMENT}
+
+
+def test_job_timeline_memory_counters(tmp_path):
+    """The timeline of several traces (traceql.outputs.job_timeline) draws each trace's GPU memory
+    in its process group as 'GPU N memory' counters: per trace the levels of memory_event, at ts
+    moved onto the job axis (ts + the trace's shift - its job's origin, otherData), and the
+    running sum of each export's device allocations minus frees (sqlite3)."""
+    from traceql.outputs.job_timeline import ID_STRIDE
+
+    from .test_timeline import check_structure, ns
+
+    paths = [trace_file(PROFILE1), trace_file(CON_KERNEL)]
+    db = tmp_path / "ws.duckdb"
+    ids = [r.trace_id for r in traceql.ingest(paths, db=db)]
+    out = tmp_path / "job.json"
+    run = cli("export", "--db", db, "--format", "perfetto", "-o", out)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    by_phase = check_structure(doc, id_stride=ID_STRIDE)
+    groups = {ev["pid"]: ev["args"]["name"] for ev in by_phase["M"] if ev["name"] == "process_name"}
+    other = doc["otherData"]
+    origin = {t: j["origin_utc_ns"] for j in other["jobs"] for t in j["trace_ids"]}
+    shift = {t["trace_id"]: t["shift_ns"] for t in other["traces"]}
+    with traceql.open(db) as w:
+        for trace_id, path in zip(ids, paths):
+            pid = next(p for p, name in groups.items() if f"trace {trace_id}" in name)
+            got = [(ev["name"], ns(ev["ts"]) - shift[trace_id] + origin[trace_id], ev["args"]["allocated"])
+                   for ev in by_phase["C"] if ev["pid"] == pid]
+            stored = w.sql("SELECT ts, arg_max(allocated, memory_event_id) AS a FROM memory_event "
+                           "WHERE trace_id = $t AND mem_kind = 'Device' GROUP BY ts ORDER BY ts",
+                           {"t": trace_id}).to_pylist()
+            assert got == [("GPU 0 memory", r["ts"], r["a"]) for r in stored]
+            level, last = 0, {}
+            for m in nsys_walk(path):
+                level += m["bytes"]
+                last[m["ts"]] = level
+            assert [a for _, _, a in got] == [last[ts] for ts in sorted(last)]
+    assert other["events"]["memory"] == len(by_phase["C"]) == 30 + 10

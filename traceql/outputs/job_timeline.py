@@ -6,7 +6,9 @@ node01 · trace 4'), sorted by rank: its CPU threads ('python3 · pid 20021', wi
 and its GPU streams ('GPU 1 · Stream 7') are threads of that process, every tid synthetic
 (from 1,000,000,000 up, one id space for the file), so ranks never share a track even when
 their OS pids or device ids are the same. Events, lanes for partly overlapping slices, launch
-arrows and the window rule are traceql.outputs.timeline's, trace after trace.
+arrows and the window rule are traceql.outputs.timeline's, trace after trace; so are the GPU
+memory counters, one per GPU in its trace's process group ('GPU 0 memory', allocated and
+reserved bytes).
 
 Times: every trace goes on the UTC axis (traceql.query.clocks: ts + trace.utc_offset_ns, minus its
 host's estimated skew with align_clocks), and the job's first event there is time 0
@@ -44,6 +46,13 @@ class _RankWriter(EventWriter):
         self.group_pid = group_pid
         super().__init__(out, ws, trace_id, origin, result, ids=ids, id_base=id_base, first=first)
         self.gpu_pid = {d: group_pid for d in self.devices}
+
+    def counter_name(self, device) -> str:
+        """Every GPU of the trace shares its process group: the counter names the GPU."""
+        return "GPU ? memory" if device is None else f"GPU {device} memory"
+
+    def gpu_process(self, device) -> int:
+        return self.gpu_pid.setdefault(device, self.group_pid)
 
     def pid_of(self, pid):
         self.cpu_pid.setdefault(pid, self.group_pid)
@@ -147,6 +156,7 @@ def export_job_perfetto(ws, output, trace_ids: list[int], start=None, end=None, 
                 writer = _RankWriter(out, ws, p.trace_id, params["origin"], result, ids, i * ID_STRIDE, first,
                                      ids.take())
                 done = write_rows(ws, writer, query, params, parts, progress, done)
+                writer.counters(ws, p.trace_id, params["start"], params["end"])
                 label = " · ".join(filter(None, (
                     f"rank {p.rank}" if p.rank is not None else None, p.host, f"trace {p.trace_id}",
                     f"job {job_of[p.trace_id]}" if len(found) > 1 else None)))

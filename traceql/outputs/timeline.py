@@ -318,14 +318,22 @@ class EventWriter:
             out = []
             for device, ts_text, allocated, reserved in zip(*(batch.column(c).to_pylist() for c in (
                     "device_id", "ts_text", "allocated", "reserved"))):
-                if device not in self.gpu_pid:  # a device without a row in the device view
-                    self.gpu_pid[device] = self.ids.take()
                 self.counter_devices.add(device)
                 args = f'"allocated":{allocated}' + ("" if reserved is None else f',"reserved":{reserved}')
-                out.append(f'{{"ph":"C","cat":"memory","name":"GPU memory","pid":{self.gpu_pid[device]},'
-                           f'"ts":{ts_text},"args":{{{args}}}}}')
+                out.append(f'{{"ph":"C","cat":"memory","name":"{self.counter_name(device)}",'
+                           f'"pid":{self.gpu_process(device)},"ts":{ts_text},"args":{{{args}}}}}')
             self.result.counts["memory"] = self.result.counts.get("memory", 0) + len(out)
             self.write(out)
+
+    def gpu_process(self, device) -> int:
+        """The pid written for a GPU (one of its own for a device without a row in the device view)."""
+        if device not in self.gpu_pid:
+            self.gpu_pid[device] = self.ids.take()
+        return self.gpu_pid[device]
+
+    def counter_name(self, device) -> str:
+        """The name of a GPU's memory counter: its process is the GPU's own."""
+        return "GPU memory"
 
     def write(self, events: list[str]) -> None:
         if not events:
