@@ -1,6 +1,6 @@
--- memory: each GPU's peak of allocated memory, when it was reached (time and iteration), and who held the memory then: the allocations live at the peak grouped by the op / NVTX path that made them, largest first; with per_iteration, the peak of each iteration.
+-- memory: each GPU's peak of allocated memory, when it was reached (time and iteration), and who held the memory then: the allocations live at the peak grouped by the op / NVTX path and the code line that made them, largest first; with per_iteration, the peak of each iteration.
 -- input: memory_event
--- shown: device, peak_bytes, peak_at_ns, iteration, start_bytes, end_bytes, reserved_bytes, holder, live_bytes, allocations, pct
+-- shown: device, peak_bytes, peak_at_ns, iteration, start_bytes, end_bytes, reserved_bytes, holder, location, live_bytes, allocations, pct
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- param per_trace: accepted for symmetry with the other reports: every row is one trace's GPU already
 -- param per_iteration: true for the peak of each iteration (and who held the memory then) instead of the capture's
@@ -18,6 +18,7 @@
 -- column peak_reserved_bytes: the largest reserved over the capture (the iteration, with per_iteration); NULL when not recorded
 -- column holder: the NVTX / op path (nvtx_range.path) of the range open where the live allocations were made; '[outside every range]' for allocations made outside every range; '[before the capture]' for what the recorded total held beyond the capture's live allocations; '[unknown: no addresses]' when the source records no addresses (PyTorch before 2022), so frees cannot be paired
 -- column op: the innermost range of that path (its grouping name, nvtx_range.group_name)
+-- column location: the code line the allocations were made from: the innermost frame of the user's code in their Python stack (memory_event.stack_id; call_stack.is_user, else the innermost frame), as report --by source names it; NULL when the trace records no stack (PyTorch profiler traces without with_stack=True, nsys)
 -- column live_bytes: bytes of the holder's allocations live at the peak
 -- column allocations: number of those allocations
 -- column pct: live_bytes as a percentage of peak_bytes
@@ -90,17 +91,26 @@ placed AS (
     JOIN without_address w ON w.trace_id = p.trace_id AND w.device_id = p.device_id
 ),
 live AS (
-    SELECT p.trace_id, p.device_id, p.scope, a.bytes, a.range_id
+    SELECT p.trace_id, p.device_id, p.scope, a.bytes, a.range_id, a.stack_id
     FROM input a
     JOIN placed p ON p.trace_id = a.trace_id AND p.device_id = a.device_id
     WHERE a.bytes > 0 AND a.address IS NOT NULL AND a.memory_event_id <= p.peak_id
       AND (a.free_event_id IS NULL OR a.free_event_id > p.peak_id)
 ),
+stacks AS (
+    -- the code line of each stack live allocations were made from
+    SELECT c.trace_id, c.stack_id,
+           coalesce(arg_max(c.frame, c.level) FILTER (WHERE c.is_user), arg_max(c.frame, c.level)) AS location
+    FROM call_stack c
+    JOIN (SELECT DISTINCT trace_id, stack_id FROM live) l ON l.trace_id = c.trace_id AND l.stack_id = c.stack_id
+    GROUP BY c.trace_id, c.stack_id
+),
 held AS (
     SELECT l.trace_id, l.device_id, l.scope, coalesce(r.path, '[outside every range]') AS holder, r.group_name AS op,
-           sum(l.bytes) AS live_bytes, count(*) AS allocations
+           s.location, sum(l.bytes) AS live_bytes, count(*) AS allocations
     FROM live l
     LEFT JOIN nvtx_range r ON r.trace_id = l.trace_id AND r.range_id = l.range_id
+    LEFT JOIN stacks s ON s.trace_id = l.trace_id AND s.stack_id = l.stack_id
     GROUP BY ALL
 ),
 held_total AS (
@@ -110,7 +120,7 @@ rest AS (
     -- what the recorded total held beyond the capture's live allocations, and traces without addresses
     SELECT p.trace_id, p.device_id, p.scope,
            CASE WHEN p.without_address THEN '[unknown: no addresses]' ELSE '[before the capture]' END AS holder,
-           CAST(NULL AS VARCHAR) AS op,
+           CAST(NULL AS VARCHAR) AS op, CAST(NULL AS VARCHAR) AS location,
            p.peak_bytes - coalesce(h.live_bytes, 0) AS live_bytes,
            CAST(NULL AS BIGINT) AS allocations
     FROM placed p
@@ -122,10 +132,10 @@ holders AS (
     SELECT * FROM rest WHERE live_bytes <> 0
 )
 SELECT p.trace_id, p.device_id AS device, p.peak_bytes, p.ts - t.start_ts AS peak_at_ns, p.iteration, p.step,
-       p.start_bytes, p.end_bytes, p.reserved_bytes, p.peak_reserved_bytes, h.holder, h.op,
+       p.start_bytes, p.end_bytes, p.reserved_bytes, p.peak_reserved_bytes, h.holder, h.op, h.location,
        CAST(h.live_bytes AS BIGINT) AS live_bytes, h.allocations,
        100.0 * h.live_bytes / nullif(p.peak_bytes, 0) AS pct
 FROM placed p
 JOIN trace t ON t.trace_id = p.trace_id
 LEFT JOIN holders h ON h.trace_id = p.trace_id AND h.device_id = p.device_id AND h.scope = p.scope
-ORDER BY p.trace_id, p.device_id, p.scope, h.live_bytes DESC NULLS LAST, h.holder;
+ORDER BY p.trace_id, p.device_id, p.scope, h.live_bytes DESC NULLS LAST, h.holder, h.location;

@@ -170,27 +170,60 @@ def test_ranges_of_every_event(ws, walks):
     assert [r["name"] for r in got] == [innermost(ops, m["pid"], m["tid"], m["ts"]) for m in mem]
 
 
-@pytest.mark.parametrize("name", ["bert", "qwen"])
-def test_stack_of_every_event(ws, name):
-    """Each memory event's Python stack (with_stack=True): the python_function events open on its
-    thread at the event, outermost first (ts <= t < ts + dur; zero-length frames hold nothing),
-    walked in the json; an event with none open would have no stack."""
-    w, ids, paths = ws
-    with gzip.open(paths[name], "rb") as fh:
+def python_stacks(path):
+    """(ts, row in the file, frames outermost first or None) of each '[memory]' event: the
+    python_function events open on its thread then (ts <= t < ts + dur, zero-length ones hold
+    nothing), walked in the json."""
+    with gzip.open(path, "rb") as fh:
         events = json.load(fh, parse_float=Decimal)["traceEvents"]
     frames = {}
     for e in events:
         if e.get("cat") == "python_function" and e.get("ph") == "X" and us_to_ns(e["dur"]) > 0:
             s = us_to_ns(e["ts"])
             frames.setdefault((e["pid"], e["tid"]), []).append((s, s + us_to_ns(e["dur"]), e["name"]))
-    want = []
+    out = []
     for i, e in enumerate(events):
         if e.get("name") == "[memory]" and e.get("ph") == "i":
             t = us_to_ns(e["ts"])
             held = sorted((f for f in frames.get((e["pid"], e["tid"]), []) if f[0] <= t < f[1]),
                           key=lambda f: (f[0], -f[1]))
-            want.append((t, i, [f[2] for f in held] or None))
-    want.sort()
+            out.append((t, i, [f[2] for f in held] or None))
+    return out
+
+
+@pytest.mark.parametrize("name", ["bert", "qwen"])
+def test_report_location_of_live_allocations(ws, walks, name):
+    """report --by memory groups the live allocations at the peak by op and code line too: the
+    innermost of the user's frames of each allocation's Python stack (walked in the json; which
+    frames are the user's is call_stack.is_user's rule), bytes per (op, line) as the walk sums."""
+    w, ids, paths = ws
+    mem, ops, peaks = walks[name]
+    stacks = {row: frames for _, row, frames in python_stacks(paths[name])}
+    user = {r["frame"]: r["u"] for r in rows(w, "SELECT frame, bool_and(is_user) AS u FROM call_stack "
+                                                 "WHERE trace_id = $t GROUP BY frame", t=ids[name])}
+    table = w.report("memory", trace_id=ids[name], columns="all").to_pylist()
+    for dev, (_, _, live) in peaks.items():
+        want = {}
+        for m in live.values():
+            frames = stacks[m["row"]] or []
+            mine = [f for f in frames if user[f]] or frames
+            key = (innermost(ops, m["pid"], m["tid"], m["ts"]), mine[-1] if mine else None)
+            want[key] = want.get(key, 0) + m["bytes"]
+        got = {}
+        for r in table:
+            if r["device"] == dev and r["allocations"] is not None:
+                got[(r["op"], r["location"])] = got.get((r["op"], r["location"]), 0) + r["live_bytes"]
+        assert got == want
+        assert all(loc is not None for _, loc in want)
+
+
+@pytest.mark.parametrize("name", ["bert", "qwen"])
+def test_stack_of_every_event(ws, name):
+    """Each memory event's Python stack (with_stack=True): the python_function events open on its
+    thread at the event, outermost first (ts <= t < ts + dur; zero-length frames hold nothing),
+    walked in the json; an event with none open would have no stack."""
+    w, ids, paths = ws
+    want = sorted(python_stacks(paths[name]))
     got = rows(w, """
         SELECT m.memory_event_id, (SELECT list(c.frame ORDER BY c.level) FROM call_stack c
                                    WHERE c.trace_id = m.trace_id AND c.stack_id = m.stack_id) AS frames
@@ -334,7 +367,7 @@ def test_report_per_iteration_cli(ws):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == ("trace_id,device,peak_bytes,peak_at_ns,iteration,start_bytes,end_bytes,reserved_bytes,"
-                        "holder,live_bytes,allocations,pct")
+                        "holder,location,live_bytes,allocations,pct")
     assert [ln.split(",")[4] for ln in lines[1:]] == [f"ProfilerStep#{k}" for k in range(5, 11)]
     proc = run("--db", str(w.path), "report", "--by", "kernel", "--per-iteration")
     assert proc.returncode == 2 and "--per-iteration" in proc.stderr
@@ -348,8 +381,10 @@ def test_report_cli(ws):
     proc = run("--db", str(w.path), "report", "--by", "memory", "--trace", str(ids["bert"]), "--format", "csv")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
-    assert lines[0] == "trace_id,device,peak_bytes,peak_at_ns,iteration,reserved_bytes,holder,live_bytes,allocations,pct"
-    assert lines[1].startswith(f"{ids['bert']},0,101305344,") and ",ProfilerStep#6,121634816,[before the capture],91360768,," in lines[1]
+    assert lines[0] == ("trace_id,device,peak_bytes,peak_at_ns,iteration,reserved_bytes,holder,location,live_bytes,"
+                        "allocations,pct")
+    assert lines[1].startswith(f"{ids['bert']},0,101305344,") and ",ProfilerStep#6,121634816,[before the capture],,91360768,," in lines[1]
+    assert ",ProfilerStep#6 > aten::linear > aten::addmm,transformers/models/bert/modeling_bert.py(786): forward," in lines[2]
 
 
 def test_plot_by_memory(ws, walks, tmp_path):
