@@ -60,6 +60,12 @@ CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (
     bytes BIGINT, memKind BIGINT, memoryOperationType BIGINT, name VARCHAR, correlationId BIGINT
 );
 
+-- Stream-ordered memory pools created, destroyed or trimmed (--cuda-memory-usage=true with
+-- cudaMallocAsync): counted in ingest_stats (schemas/nsys/common/stats.sql), not memory_event rows.
+CREATE TABLE CUDA_GPU_MEMORY_POOL_EVENTS (
+    start BIGINT, globalPid BIGINT, deviceId BIGINT, address BIGINT, operationType BIGINT, poolType BIGINT
+);
+
 -- CUDA graphs (schemas/nsys/common/graph.sql). GRAPH_TRACE: one row per whole-graph execution
 -- under --cuda-graph-trace=graph (3.x). CUDA_GRAPH_EVENTS: graph creation, instantiation and
 -- clone events with graph ids in 3.x; in 2.9.1 it had the node layout (graphNodeId,

@@ -404,3 +404,32 @@ def test_plot_by_memory(ws, walks, tmp_path):
         assert max(solid[0].get_ydata()) * scale == pytest.approx(walks[name][2][0][0], rel=1e-12)
     with pytest.raises(traceql.UsageError, match="one trace"):
         w.plot("memory", tmp_path / "all.png")
+
+
+def test_pool_events_are_counted(tmp_path):
+    """CUDA_GPU_MEMORY_POOL_EVENTS (no real export here has rows: the table as nsys writes it,
+    added to a copy of Extra-P's profile1 with three pool events) are counted in ingest_stats,
+    not read as allocations: memory_event is what it is without them."""
+    import shutil
+
+    src = tmp_path / "profile1_pools.sqlite"
+    shutil.copyfile(trace_file(NSYS["extrap_profile1"]), src)
+    con = sqlite3.connect(src)
+    con.executescript("""
+        CREATE TABLE CUDA_GPU_MEMORY_POOL_EVENTS (
+            start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId INTEGER NOT NULL, address INTEGER NOT NULL,
+            operationType INTEGER NOT NULL, poolType INTEGER NOT NULL, correlationId INTEGER, minBytesToKeep INTEGER,
+            localMemoryPoolReleaseThreshold INTEGER, localMemoryPoolSize INTEGER, localMemoryPoolUtilizedSize INTEGER);
+        INSERT INTO CUDA_GPU_MEMORY_POOL_EVENTS
+        SELECT min(start) + i, min(globalPid), 0, 140000000000 + i, i % 3, 0, NULL, NULL, 0, 33554432, 0
+        FROM CUDA_GPU_MEMORY_USAGE_EVENTS, (SELECT 0 AS i UNION ALL SELECT 1 UNION ALL SELECT 2) GROUP BY i;""")
+    con.commit()
+    con.close()
+    db = tmp_path / "ws.duckdb"
+    traceql.ingest([src], db=db)
+    with traceql.open(db) as w:
+        stats = rows(w, "SELECT key, value FROM ingest_stats WHERE starts_with(key, 'memory_event.')")
+        got = rows(w, "SELECT count(*) AS n, max(allocated) AS peak FROM memory_event WHERE mem_kind = 'Device'")
+    assert {r["key"]: r["value"] for r in stats} == {"memory_event.pool_events_not_read": 3}
+    mem = nsys_walk(src)
+    assert got == [{"n": len(mem), "peak": peak_walk(mem)[0][0]}] and got[0]["peak"] == 20_000_000

@@ -65,4 +65,11 @@ SELECT 'device.sm_count_missing', count(*), 'warning',
        'TARGET_INFO_GPU rows of CUDA GPUs (compute capability given) without a readable SM count: listed in '
        || 'device with sm_count NULL (peak FLOP/s then come from the table of GPUs by name)'
 FROM raw.TARGET_INFO_GPU WHERE id IS NOT NULL AND coalesce(smCount, 0) <= 0 AND coalesce(computeMajor, 0) > 0
+HAVING count(*) > 0
+UNION ALL
+SELECT 'memory_event.pool_events_not_read', count(*), 'info',
+       'CUDA_GPU_MEMORY_POOL_EVENTS rows (stream-ordered memory pools created, destroyed or trimmed): not in '
+       || 'memory_event, whose levels count the allocations and frees of CUDA_GPU_MEMORY_USAGE_EVENTS, those '
+       || 'made from pools included; what a pool reserves beyond them is not shown'
+FROM raw.CUDA_GPU_MEMORY_POOL_EVENTS
 HAVING count(*) > 0;
