@@ -350,7 +350,7 @@ def test_job_timeline_memory_counters(tmp_path):
     running sum of each export's device allocations minus frees (sqlite3)."""
     from traceql.outputs.job_timeline import ID_STRIDE
 
-    from .test_timeline import check_structure, ns
+    from ..outputs.test_timeline import check_structure, ns
 
     paths = [trace_file(PROFILE1), trace_file(CON_KERNEL)]
     db = tmp_path / "ws.duckdb"

@@ -359,7 +359,7 @@ def test_report_by_memory_per_iteration(ws, walks, name):
 
 def test_report_per_iteration_cli(ws):
     """--per-iteration on the command line: a row per step; refused by a report it does not apply to."""
-    from .util import cli as run
+    from ..util import cli as run
 
     w, ids, _ = ws
     proc = run("--db", str(w.path), "report", "--by", "memory", "--per-iteration", "--trace", str(ids["resnet_a"]),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fixtures.gen_kineto import generate
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_bench_memory_measures_and_renders(tmp_path, monkeypatch):
