@@ -1,6 +1,6 @@
 """The derivation graph (schemas/derive/graph.csv, traceql.derivation): derived tables built on
-first use equal those an ingest builds eagerly, row for row, on every shared trace; a workspace
-that cannot be written still answers; two first uses at once build a family once."""
+first use equal those an ingest builds eagerly, row for row, on representative shared traces; a
+workspace that cannot be written still answers; two first uses at once build a family once."""
 
 from __future__ import annotations
 
@@ -110,13 +110,45 @@ def _differences(a: Path, b: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def test_lazily_built_tables_equal_eagerly_built_ones_on_every_shared_trace(tmp_path):
-    """Every shared trace ingested twice: TRACEQL_DERIVE=full (every step at ingest, none skipped:
-    as ingest was before families) and the default (families built on first use, steps with empty
-    inputs skipped), its families then built in the order queries ask for them. Every contract
-    table, ingest_stats and the stored reports hold the same rows."""
-    files = shared_traces()
-    assert len(files) >= 30
+# The traces the lazy/eager comparison ingests: one of every source format and layout, and every
+# shared trace with a feature a derived family treats apart (each names what it brings). Ingesting all
+# ~50 shared traces twice cost 175 s of the suite's time, mostly repeating the same layouts.
+REPRESENTATIVES = {
+    # one of each source format / layout
+    "kmeans-rtx3080-old-nsys/report2.sqlite": "nsys/legacy",
+    "dlprof-pytorch-emit-nvtx-nsys2022.1/nsys_profile.sqlite": "nsys/v2, PyTorch emit_nvtx: torch_op, kernel_op",
+    "nsysai-mock-rtx3080-nsys2026.1/mock.sqlite": "nsys/v3, schema 3.24",
+    "nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql": "nvprof/v12, PyTorch emit_nvtx with PyProf stacks: op_stack",
+    "kineto-hta-alexnet-a100/benchmark_result_2869224_1695835535_trace.json.gz": "kineto/v1",
+    "rocpd-mi300x-batched-gemm-rocprofv3/21_results.db": "rocpd/v3 (rocprofv3 database)",
+    "rocprofv3-json-tracelens/908_results.json.gz": "rocprofv3 JSON (rocpd/v3)",
+    "rocprofv1-batched-gemm/results.db": "rocprof/v1",
+    "rpd-rocmprofiledata/matmul_result.rpd": "rpd/v2",
+    # features
+    "cardiac-old-nsys-no-activity/report1.sqlite": "no GPU activity: every step with empty inputs skipped",
+    "centerformer-tensorrt-nvtx-only-nsys2022.4/poolformer.sqlite": "NVTX ranges without GPU work",
+    "extrap-a100x4-sampled-callchains-old-nsys/ex-gpu.s10.sqlite": "sampled call chains: op_stack from call_stack",
+    "kineto-tracelens-h100-bert-small/gaunernst_bert-small-uncased__1016001.json.gz": "Kineto Python stacks: op_stack",
+    "kineto-hta-legacy-categories/inference_rank_1.json.gz": "Kineto without a schema version",
+    "kineto-hta-amd-mi250/mi250_minitoy_train_ROCm6_2_kineto.json.gz": "Kineto of an AMD GPU",
+    "nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite": "2 GPUs (device_busy per device), PyTorch ranges "
+                                                                "with work launched on autograd threads",
+}
+
+
+def test_lazily_built_tables_equal_eagerly_built_ones_on_representative_traces(tmp_path):
+    """Representative shared traces (REPRESENTATIVES: one of every source format and layout the
+    shared traces hold, checked against them, and every trace with a feature a family treats
+    apart) ingested twice: TRACEQL_DERIVE=full (every step at ingest, none skipped: as ingest was
+    before families) and the default (families built on first use, steps with empty inputs
+    skipped), its families then built in the order queries ask for them. Every contract table,
+    ingest_stats and the stored reports hold the same rows."""
+    shared = shared_traces()
+    assert len(shared) >= 30
+    files = [TRACES / rel for rel in REPRESENTATIVES]
+    assert set(files) <= set(shared), sorted(set(files) - set(shared))
+    layouts = {p: (d.source_format, d.layout) for p in shared for d in [detect(p)]}
+    assert set(layouts.values()) == {layouts[p] for p in files}, "a layout without a representative"
     full, lazy = tmp_path / "full.duckdb", tmp_path / "lazy.duckdb"
     _ingest(files, full, "full")
     _ingest(files, lazy, "lazy")
