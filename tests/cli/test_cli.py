@@ -133,3 +133,32 @@ print(callable(traceql.ingest), traceql.ingest.__name__, traceql.open.__name__)
     lines = proc.stdout.splitlines()
     assert lines[0] == "[]" and lines[-2] == "[]", lines
     assert lines[-1] == "True ingest open"
+
+
+def test_first_family_build_loads_no_reader(tmp_path):
+    # the first range report of a new workspace builds the attribution family (from the contract
+    # tables, on a writing copy): none of the export readers, the PyTorch formulas or sqlite3 is
+    # imported for that
+    probe = """
+import sys
+import duckdb
+from traceql.cli import main
+db = sys.argv[1]
+sys.argv = ["traceql", "--db", db, "report", "--by", "range", "--format", "csv"]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+readers = ("traceql.sources.reader", "traceql.sources.detect", "traceql.sources.kineto", "traceql.sources.adapters",
+           "traceql.sources.ranks", "traceql.sources.digest", "traceql.derive.pytorch", "msgspec", "sqlite3")
+print(sorted(m for m in readers if m in sys.modules))
+con = duckdb.connect(db, read_only=True)
+print(sorted(r[0] for r in con.execute("SELECT family FROM derived_family").fetchall()))
+"""
+    db = tmp_path / "ws.duckdb"
+    env = {"TRACEQL_DERIVE": "lazy"}
+    assert traceql("--db", str(db), "ingest", str(nsys_stub(tmp_path / "k.sqlite")), env=env).returncode == 0
+    proc = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, **env, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["[]", "['attribution', 'ingest']"]

@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sqlite3
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -23,16 +24,14 @@ from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema
 from traceql.core.settings import DEFAULT_MEMORY_LIMIT, TIME_LIMIT_NS
 from traceql.core.version import __version__
 from traceql.derive import callstacks, derivation
-from traceql.derive.pytorch import load_data, prepare_kernel_op
-from traceql.sources import kineto, ranks, rocprof_json
-from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
-from traceql.sources.adapters import prepare as prepare_adapters
-from traceql.sources.detect import Detected
 from traceql.sources.vendor import api_words
-from traceql.sources.digest import FileDigest
-from traceql.sources.reader import stage
 from traceql.store import contract, stored
 from traceql.store.remove import check_tables
+
+if TYPE_CHECKING:  # the readers and the PyTorch formulas are imported where they run: a family build
+    # (a workspace's first query of a deferred family) needs none of them (0.18 CPU s of imports)
+    from traceql.sources import ranks
+    from traceql.sources.detect import Detected
 
 
 # Contract tables filled from an adapter view, with the id column ingest numbers in
@@ -93,6 +92,13 @@ def create_contract(con: duckdb.DuckDBPyConnection, db: Path | None = None) -> N
     derivation.create_record(con)  # the traces of a workspace from before it hold every family
 
 
+def _sqlite_errors() -> type[Exception] | tuple:
+    """sqlite3's DatabaseError, or nothing when sqlite3 was never imported (then no error of it can
+    be raised, and a family build, which reads no export, does not import it)."""
+    module = sys.modules.get("sqlite3")
+    return module.DatabaseError if module is not None else ()
+
+
 @contextlib.contextmanager
 def errors_of(path: Path):
     """Errors while ingesting one file, as one-line traceql errors naming it.
@@ -106,7 +112,7 @@ def errors_of(path: Path):
     except (duckdb.DataError, duckdb.IntegrityError) as exc:
         raise InputError(f"{path}: holds values traceql cannot store ({first_line(exc)}); "
                          "if the export is unmodified, please report this with --debug output") from None
-    except sqlite3.DatabaseError as exc:
+    except _sqlite_errors() as exc:
         raise InputError(f"{path}: damaged SQLite database ({exc})") from None
     except UnicodeDecodeError as exc:
         if path.suffix.lower() in (".json", ".gz"):
@@ -127,6 +133,12 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
     """Ingest one file into the workspace on con. user: the --rank and --host given (ranks.resolve).
     assigned: (trace id, replaced) chosen by the caller (a worker process writing a workspace of
     its own, traceql.store.parallel), instead of looking the path up in con's trace table."""
+    from traceql.sources import kineto, ranks, rocprof_json
+    from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
+    from traceql.sources.adapters import prepare as prepare_adapters
+    from traceql.sources.digest import FileDigest
+    from traceql.sources.reader import stage
+
     started = time.perf_counter()
     path = det.path.resolve()
     # No transaction: the whole ingest writes a temporary copy that replaces the workspace
@@ -325,8 +337,12 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
                                             [trace_id]).fetchone()[0] for t in s.needs_any):
             continue
         if table == "kernel_op":
+            from traceql.derive.pytorch import prepare_kernel_op
+
             prepare_kernel_op(con)
         elif table == "device_peak":  # the GPU tables of schemas/torch/
+            from traceql.derive.pytorch import load_data
+
             load_data(con)
         sql = read_schema(f"derive/{table}.sql")
         if table == "op_stack":  # also (re)writes the PyProf stacks of call_stack
@@ -348,8 +364,6 @@ def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str
     stored reports that read them; recorded in derived_family. Run on a writing copy under the
     workspace lock (traceql.store.workspace): what another process built meanwhile is not built again.
     Returns trace id -> the families built for it."""
-    from traceql.derive.pytorch import plugin_stats
-
     need = set()
     for f in wanted:
         need |= derivation.requires(f)
@@ -370,6 +384,8 @@ def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str
                 f"SELECT * FROM ({stats_sql}) AS s(trace_id, key, value, severity, detail) WHERE trace_id = ?",
                 [trace_id]).fetchall()
             if "pytorch" in new:
+                from traceql.derive.pytorch import plugin_stats
+
                 rows += [(trace_id, k, v, sv, d) for k, v, sv, d in plugin_stats()]
             if rows:  # a key recorded before (the family's rows were there, derived_family did not say so)
                 con.executemany("DELETE FROM ingest_stats WHERE trace_id = ? AND key = ?",
@@ -510,6 +526,8 @@ def check_time_limits(con, trace_id: int, path: Path, span: Span) -> None:
 
 def _add_trace_row(con, trace_id: int, det: Detected, path: Path, span: Span, sha256: str | None,
                    ident: ranks.Identity) -> None:
+    from traceql.sources import ranks
+
     con.execute(
         "INSERT INTO trace BY NAME SELECT "
         "?::INTEGER AS trace_id, ? AS path, ?::BIGINT AS file_size, ? AS file_sha256, ? AS source_format, "
