@@ -8,6 +8,7 @@ import traceql
 from traceql.sources.adapters import prepare
 from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
 from traceql.store.load import ID_TABLES
+from traceql.core import resources
 from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, read_schema
 
 from ..util import nsys_stub, trace_file
@@ -57,6 +58,7 @@ def test_every_contract_column_is_documented_and_matches_the_table():
         assert doc.doc and len(doc.doc) > 20, name
         described = [r[0] for r in con.execute(f"DESCRIBE {name}").fetchall()]
         assert [c.name for c in doc.columns] == described, name
+        assert resources.contract_columns()[name] == tuple(described), name  # what an ingest checks tables against
         for c in doc.columns:
             assert len(c.doc) > 8, f"{name}.{c.name} has no real description"
 

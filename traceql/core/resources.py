@@ -33,9 +33,15 @@ ROW_ORDER = {
 }
 
 
+@cache
+def _schemas():
+    """The Traversable of schemas/ (looked up once: importlib.resources.files costs about 0.5 ms)."""
+    return resources.files("traceql.schemas")
+
+
 def schema_file(relpath: str):
     """A Traversable for schemas/<relpath>."""
-    node = resources.files("traceql.schemas")
+    node = _schemas()
     for part in relpath.split("/"):
         node = node.joinpath(part)
     return node
@@ -152,6 +158,32 @@ def view_docs(view: str | None = None) -> dict[str, ViewDoc]:
     return {view: docs[view]}
 
 
+def _text_doc(name: str) -> ViewDoc:
+    """Contract table or view NAME as the doc comments of schemas/contract/NAME.sql give it: the
+    column types as written (none for a view's columns)."""
+    text = read_schema(f"contract/{name}.sql")
+    lines = text.splitlines()
+    head = _HEAD.match(lines[0])
+    if not head or head.group(1) != name:
+        raise RuntimeError(f"schemas/contract/{name}.sql must start with '-- {name}: <description>'")
+    kind = "table" if _TABLE.search(text.split("\n", 1)[1].lstrip()) else "view"
+    doc = ViewDoc(name, head.group(2).strip(), kind)
+    for line in lines[1:]:
+        m = _COL.match(line) if kind == "table" else _VIEWCOL.match(line)
+        if m and kind == "table":
+            doc.columns.append(ViewColumn(m.group(1), m.group(2), m.group(3).strip()))
+        elif m:
+            doc.columns.append(ViewColumn(m.group(1), "", m.group(2).strip()))
+    return doc
+
+
+@cache
+def contract_columns() -> dict[str, tuple[str, ...]]:
+    """The documented column names of every contract table and view, from the SQL text alone
+    (contract_docs without the DuckDB types: what an ingest checks a workspace's tables against)."""
+    return {name: tuple(c.name for c in _text_doc(name).columns) for name in CONTRACT_TABLES + CONTRACT_VIEWS}
+
+
 @cache
 def contract_docs() -> dict[str, ViewDoc]:
     """Every contract table and view with its description and documented columns,
@@ -159,19 +191,7 @@ def contract_docs() -> dict[str, ViewDoc]:
     describes them (contract_types()). Parsed once per process (shared: callers only read it)."""
     docs: dict[str, ViewDoc] = {}
     for name in CONTRACT_TABLES + CONTRACT_VIEWS:
-        text = read_schema(f"contract/{name}.sql")
-        lines = text.splitlines()
-        head = _HEAD.match(lines[0])
-        if not head or head.group(1) != name:
-            raise RuntimeError(f"schemas/contract/{name}.sql must start with '-- {name}: <description>'")
-        kind = "table" if _TABLE.search(text.split("\n", 1)[1].lstrip()) else "view"
-        doc = ViewDoc(name, head.group(2).strip(), kind)
-        for line in lines[1:]:
-            m = _COL.match(line) if kind == "table" else _VIEWCOL.match(line)
-            if m and kind == "table":
-                doc.columns.append(ViewColumn(m.group(1), m.group(2), m.group(3).strip()))
-            elif m:
-                doc.columns.append(ViewColumn(m.group(1), "", m.group(2).strip()))
+        doc = _text_doc(name)
         types = dict(contract_types()[name])
         for col in doc.columns:
             col.type = types.get(col.name, col.type)

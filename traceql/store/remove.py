@@ -99,7 +99,7 @@ def check_tables(con, db) -> None:
     """WorkspaceError unless every contract table of the workspace on con is a table with the
     contract's columns: `sql --write` can turn one into a view or drop its columns, and an
     ingest would then fail midway (it used to say 'internal error')."""
-    from traceql.core.resources import CONTRACT_TABLES, contract_docs  # (the columns of the SQL text: no DuckDB)
+    from traceql.core.resources import CONTRACT_TABLES, contract_columns  # (from the SQL text: no DuckDB)
 
     views = {r[0] for r in con.execute(
         "SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT temporary").fetchall()}
@@ -115,7 +115,7 @@ def check_tables(con, db) -> None:
             raise WorkspaceError(f"{db}: {name} is a view, not the table traceql ingests into "
                                  f"(changed with sql --write?); {again}")
         if name in columns:
-            lacking = [c.name for c in contract_docs()[name].columns if c.name not in columns[name]]
+            lacking = [c for c in contract_columns()[name] if c not in columns[name]]
             if lacking:
                 raise WorkspaceError(f"{db}: table {name} lacks the contract's column{'s' if len(lacking) > 1 else ''} "
                                      f"{', '.join(lacking)} (changed with sql --write?); {again}")
