@@ -18,7 +18,7 @@ from traceql.sources import nsys_export
 from traceql.sources.detect import detect
 from traceql.store.load import IngestResult, create_contract, errors_of, ingest_one
 from traceql.store.lock import real_path, workspace_lock
-from traceql.store.remove import check_tables, purge_orphans
+from traceql.store.remove import purge_orphans
 from traceql.store.transaction import check_writable, writing_copy
 
 __all__ = ["IngestResult", "ingest"]
@@ -89,9 +89,8 @@ def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult
         results: list[IngestResult] = []
         fresh = not real_path(db).exists()
         with writing_copy(db, files=[d.path for d in detected]) as con:
-            create_contract(con, db)
+            create_contract(con, db)  # also refuses a contract table turned into a view by sql --write, ...
             if not fresh:  # a new workspace holds the contract as create_contract made it
-                check_tables(con, db)  # a contract table turned into a view by sql --write, ...
                 purge_orphans(con)  # rows of a trace whose trace row was deleted: never absorbed by a new trace
             from traceql.store import parallel  # multiprocessing: only when files are read in workers
 

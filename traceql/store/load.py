@@ -86,7 +86,8 @@ def create_contract(con: duckdb.DuckDBPyConnection, db: Path | None = None) -> N
     for name in CONTRACT_TABLES:
         if name not in existing:
             con.execute(read_schema(f"contract/{name}.sql"))
-    check_tables(con, db)  # a contract table turned into a view or lacking columns: before the views read them
+    if existing & set(CONTRACT_TABLES):  # (tables made here just now are the contract's)
+        check_tables(con, db)  # a contract table turned into a view or lacking columns: before the views read them
     for name in CONTRACT_VIEWS:  # made again: a view changed with sql --write would feed traceql's own SQL
         con.execute(re.sub(r"\bCREATE VIEW\b", "CREATE OR REPLACE VIEW", read_schema(f"contract/{name}.sql"), count=1))
     derivation.create_record(con)  # the traces of a workspace from before it hold every family

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 
 import duckdb
 
@@ -70,6 +71,7 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int, families=None, only_new
     from traceql.query.reports import report_query
 
     con.execute(read_schema("stored_report.sql"))
+    todo = []
     for by in STORED:
         q = report_query(by)
         reads = read_by(q.sql)
@@ -77,37 +79,45 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int, families=None, only_new
             continue
         if only_new is not None and not reads & set(only_new):
             continue
-        fp = fingerprint(by, q)
-        name = _table(by, fp)
-        _drop_other_versions(con, by, fp)
-        con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ? AND report = ?", [trace_id, by])
-        bound = {**_default_bound(by, q), "trace_id": trace_id}
-        try:
-            # the report's rows in its order (insertion order kept for this statement: a
-            # temporary table's rowid numbers them), kept in DuckDB: no Arrow round trip
-            with _insertion_order(con):
+        todo.append((by, q))
+    if not todo:
+        return
+    tables = set(_stored_tables(con))  # listed once: the catalog is listed whole each time
+    # the report's rows in its order (insertion order kept: a temporary table's rowid numbers
+    # them), kept in DuckDB: no Arrow round trip
+    with _insertion_order(con):
+        for by, q in todo:
+            fp = fingerprint(by, q)
+            name = _table(by, fp)
+            _drop_other_versions(con, by, fp, tables)
+            con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ? AND report = ?", [trace_id, by])
+            bound = {**_default_bound(by, q), "trace_id": trace_id}
+            try:
                 con.execute(f"CREATE OR REPLACE TEMP TABLE _traceql_stored_rows AS {q.sql.strip().rstrip(';')}",
                             bound)
-            n = con.execute("SELECT count(*) FROM _traceql_stored_rows").fetchone()[0]
-        except duckdb.Error as exc:  # e.g. sums beyond BIGINT: the report says why when it is asked for
-            if is_interrupt(exc):  # Ctrl-C: the ingest stops, it does not go on without this report
-                raise
-            continue
-        try:
-            if n > MAX_ROWS:
-                continue
-            rows = "(SELECT *, rowid AS row_no FROM _traceql_stored_rows)"
-            try:
-                con.execute(f"CREATE TABLE IF NOT EXISTS {name} AS SELECT * FROM {rows} LIMIT 0")
-                con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
-                con.execute(f"INSERT INTO {name} SELECT * FROM {rows} ORDER BY row_no")
-            except duckdb.Error as exc:  # rows another trace stored with other types: computed on demand
-                if is_interrupt(exc):
+                n = con.execute("SELECT count(*) FROM _traceql_stored_rows").fetchone()[0]
+            except duckdb.Error as exc:  # e.g. sums beyond BIGINT: the report says why when it is asked for
+                if is_interrupt(exc):  # Ctrl-C: the ingest stops, it does not go on without this report
                     raise
                 continue
-        finally:
-            con.execute("DROP TABLE IF EXISTS _traceql_stored_rows")
-        con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fp, n])
+            try:
+                if n > MAX_ROWS:
+                    continue
+                rows = "(SELECT *, rowid AS row_no FROM _traceql_stored_rows)"
+                try:
+                    if name in tables:
+                        con.execute(f"DELETE FROM {name} WHERE trace_id = ?", [trace_id])
+                        con.execute(f"INSERT INTO {name} SELECT * FROM {rows} ORDER BY row_no")
+                    else:
+                        con.execute(f"CREATE TABLE {name} AS SELECT * FROM {rows} ORDER BY row_no")
+                        tables.add(name)
+                except duckdb.Error as exc:  # rows another trace stored with other types: computed on demand
+                    if is_interrupt(exc):
+                        raise
+                    continue
+            finally:
+                con.execute("DROP TABLE IF EXISTS _traceql_stored_rows")
+            con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fp, n])
 
 
 @contextlib.contextmanager
@@ -153,12 +163,17 @@ def _stored_tables(con, by: str | None = None) -> list[str]:
         "AND regexp_full_match(table_name, ?)", [pattern]).fetchall()]
 
 
-def _drop_other_versions(con, by: str, keep_fp: str) -> None:
-    for name in _stored_tables(con, by):
+def _drop_other_versions(con, by: str, keep_fp: str, tables: set[str] | None = None) -> None:
+    """Drop the rows of report BY stored by other query versions than KEEP_FP. tables: the stored
+    rows tables of the workspace (_stored_tables), kept up to date here; listed when None."""
+    mine = re.compile(re.escape(_table(by, "")) + "[0-9a-f]{16}")
+    for name in sorted(_stored_tables(con, by) if tables is None else (t for t in tables if mine.fullmatch(t))):
         fp = name.rsplit("_", 1)[1]
         if fp != keep_fp:
             con.execute(f'DROP TABLE "{name}"')
             con.execute(f"DELETE FROM {REGISTRY} WHERE report = ? AND fingerprint = ?", [by, fp])
+            if tables is not None:
+                tables.discard(name)
 
 
 def delete_trace(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
