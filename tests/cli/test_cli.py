@@ -113,7 +113,8 @@ import sys
 import traceql.cli
 from traceql.cli import main
 heavy = ("traceql.store.ingest", "traceql.sources.adapters", "traceql.derive.pytorch", "traceql.query.where", "traceql.query.sqlcheck",
-         "sqlglot", "pyarrow.compute", "sqlite3")
+         "sqlglot", "pyarrow.compute", "sqlite3", "traceql.cli.analysis_cmds", "traceql.cli.export_cmd",
+         "traceql.cli.mcp_cmd", "traceql.cli.sql_cmds", "traceql.cli.workspace_cmds")
 print(sorted(m for m in heavy if m in sys.modules))
 sys.argv = ["traceql", "--db", sys.argv[1], "report", "--by", "kernel", "--format", "csv"]
 try:
@@ -133,6 +134,25 @@ print(callable(traceql.ingest), traceql.ingest.__name__, traceql.open.__name__)
     lines = proc.stdout.splitlines()
     assert lines[0] == "[]" and lines[-2] == "[]", lines
     assert lines[-1] == "True ingest open"
+
+
+def test_each_command_is_loaded_from_the_module_that_defines_it():
+    # the group imports a command's module when the command is looked up (group.COMMANDS): the
+    # table names every command of the modules, each with its own module, and --help lists them all
+    probe = """
+import json, sys
+from traceql.cli.group import COMMANDS, cli
+before = sorted(m for m in sys.modules if m.startswith("traceql.cli.") and m.endswith(("_cmd", "_cmds")))
+cli.load_all()
+print(json.dumps([before, {name: cmd.callback.__module__ for name, cmd in cli.commands.items()}, COMMANDS]))
+"""
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    before, registered, table = json.loads(proc.stdout)
+    assert before == [] and registered == table and len(table) == 16
+    listed = traceql("--help").stdout.split("Commands:", 1)[1].split()
+    assert all(name in listed for name in table)
 
 
 def test_first_family_build_loads_no_reader(tmp_path):

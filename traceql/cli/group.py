@@ -13,8 +13,22 @@ from traceql.cli.params import DB_HELP, QUERIES_HELP, Group
 
 HELP_WIDTH = 120  # help is wrapped at the terminal's width, up to this many columns
 
+# Each command and the module that defines it (imported when the command is first looked up: a
+# command loads no other command's module; tests/test_cli.py checks this against the modules)
+COMMANDS = {
+    "analyze": "traceql.cli.analysis_cmds", "diff": "traceql.cli.analysis_cmds",
+    "export": "traceql.cli.export_cmd", "mcp": "traceql.cli.mcp_cmd",
+    "plot": "traceql.cli.report_cmds", "report": "traceql.cli.report_cmds", "reports": "traceql.cli.report_cmds",
+    "summary": "traceql.cli.report_cmds",
+    "queries": "traceql.cli.sql_cmds", "query": "traceql.cli.sql_cmds", "schema": "traceql.cli.sql_cmds",
+    "sql": "traceql.cli.sql_cmds",
+    "info": "traceql.cli.workspace_cmds", "ingest": "traceql.cli.workspace_cmds", "rm": "traceql.cli.workspace_cmds",
+    "upgrade": "traceql.cli.workspace_cmds",
+}
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": HELP_WIDTH})
+
+@click.group(cls=Group, lazy=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": HELP_WIDTH})
 @click.option("--db", type=click.Path(path_type=Path), default=None, help=DB_HELP)
 @click.option("--queries", "queries", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
               help=QUERIES_HELP)

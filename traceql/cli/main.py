@@ -12,14 +12,8 @@ import sys
 
 import click
 
-# the command modules register their commands on the group (imported by name, not through the
-# traceql.cli package, whose __init__ imports this module)
-import traceql.cli.analysis_cmds  # noqa: F401
-import traceql.cli.export_cmd  # noqa: F401
-import traceql.cli.mcp_cmd  # noqa: F401
-import traceql.cli.report_cmds  # noqa: F401
-import traceql.cli.sql_cmds  # noqa: F401
-import traceql.cli.workspace_cmds  # noqa: F401
+# the command modules register their commands on the group when a command is first looked up
+# (traceql.cli.group.COMMANDS): a command does not import the others
 from traceql.cli.context import opened, hide_numpy
 from traceql.cli.group import cli
 from traceql.core.errors import TraceqlError

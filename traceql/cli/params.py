@@ -46,6 +46,34 @@ def workspace_options() -> list[click.Option]:
 
 
 class Group(click.Group):
+    """The command group: each command gets the workspace options (--db, --queries, --debug), and
+    the module of a command is imported when the command is first looked up (lazy: name -> module),
+    so that a command starts without importing the others."""
+
+    def __init__(self, *args, lazy: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def load_all(self) -> None:
+        import importlib
+
+        for module in dict.fromkeys(self.lazy.values()):
+            importlib.import_module(module)
+
+    def list_commands(self, ctx):
+        self.load_all()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, name):
+        if name not in self.commands:
+            if name in self.lazy:
+                import importlib
+
+                importlib.import_module(self.lazy[name])
+            else:  # an unknown name: every command known, for click's "did you mean"
+                self.load_all()
+        return super().get_command(ctx, name)
+
     def add_command(self, cmd, name=None):
         have = {opt for p in cmd.params for opt in getattr(p, "opts", ())}
         cmd.params += [o for o in workspace_options() if not set(o.opts) & have]
