@@ -191,10 +191,9 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
             if not scanner_problem:
                 select = ", ".join(_quote(s) for _, _, s in present)
                 try:
-                    con.execute(
+                    report.rows[table] = con.execute(  # an INSERT returns its row count (raw.TABLE was empty)
                         f"INSERT INTO raw.{_quote(table)} ({target}) "
-                        f"SELECT {select} FROM sqlite_scan(?, ?)", [str(path), file_table])
-                    report.rows[table] = con.execute(f"SELECT count(*) FROM raw.{_quote(table)}").fetchone()[0]
+                        f"SELECT {select} FROM sqlite_scan(?, ?)", [str(path), file_table]).fetchone()[0]
                     continue
                 except (duckdb.Error, UnicodeDecodeError) as exc:
                     if is_interrupt(exc):  # Ctrl-C, not a table the extension cannot read

@@ -203,11 +203,11 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
         deriving("done")
     finally:
         con.execute("DETACH raw")
-    for table in CONTRACT_TABLES:
-        if table in ("trace", "ingest_stats"):
-            continue
-        result.counts[table] = con.execute(
-            f"SELECT count(*) FROM {table} WHERE trace_id = ?", [trace_id]).fetchone()[0]
+    counted = [t for t in CONTRACT_TABLES if t not in ("trace", "ingest_stats")]
+    # one statement (a small ingest runs about 300: each costs a few ms however little it does)
+    row = con.execute("SELECT " + ", ".join(f"(SELECT count(*) FROM {t} WHERE trace_id = $id)" for t in counted),
+                      {"id": trace_id}).fetchone()
+    result.counts.update(zip(counted, row))
     result.seconds = time.perf_counter() - started
     return result
 
