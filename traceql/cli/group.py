@@ -14,7 +14,7 @@ from traceql.cli.params import DB_HELP, QUERIES_HELP, Group
 HELP_WIDTH = 120  # help is wrapped at the terminal's width, up to this many columns
 
 # Each command and the module that defines it (imported when the command is first looked up: a
-# command loads no other command's module; tests/test_cli.py checks this against the modules)
+# command loads no other command's module; tests/cli/test_cli.py checks this against the modules)
 COMMANDS = {
     "analyze": "traceql.cli.analysis_cmds", "diff": "traceql.cli.analysis_cmds",
     "export": "traceql.cli.export_cmd", "mcp": "traceql.cli.mcp_cmd",
