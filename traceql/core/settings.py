@@ -56,6 +56,9 @@ def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path | None, share: str 
     limit = os.environ.get("TRACEQL_MEMORY_LIMIT", "").strip()
     try:
         con.execute("SET memory_limit = ?", [share or memory_limit()])
+        if limit:  # DuckDB refuses a limit below what it holds, but holding nothing just then it takes
+            # any: one allocation tells (a catalog scan needs a 32 KiB block), before the ingest's statements
+            con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()
     except duckdb.OutOfMemoryException as exc:  # a size, but less than DuckDB needs (exit 5, as out of memory)
         raise WorkspaceError(f"TRACEQL_MEMORY_LIMIT={limit}: too small for DuckDB to work in ({first_line(exc)})") from None
     except duckdb.Error as exc:
