@@ -136,6 +136,33 @@ print(callable(traceql.ingest), traceql.ingest.__name__, traceql.open.__name__)
     assert lines[-1] == "True ingest open"
 
 
+def test_version_and_help_load_no_command_nor_output_module():
+    # --version prints from the group alone: no command module, no table renderer, no schema file
+    # reader (importlib.resources); --help loads the commands (their help) but neither DuckDB nor pyarrow
+    probe = """
+import sys
+from traceql.cli import main
+sys.argv = ["traceql", sys.argv[1]]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(sorted(m for m in sys.modules if m.startswith(("traceql.outputs", "traceql.cli.", "importlib.resources",
+                                                      "duckdb", "pyarrow"))))
+"""
+    loaded = {}
+    for flag in ("--version", "--help"):
+        proc = subprocess.run([sys.executable, "-c", probe, flag], capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert proc.returncode == 0, proc.stderr
+        loaded[flag] = json.loads(proc.stdout.splitlines()[-1].replace("'", '"'))
+        if flag == "--version":
+            assert proc.stdout.startswith("traceql, version "), proc.stdout
+    assert loaded["--version"] == ["traceql.cli.context", "traceql.cli.group", "traceql.cli.main", "traceql.cli.params"]
+    assert "traceql.cli.report_cmds" in loaded["--help"]
+    assert not [m for m in loaded["--help"] if m.startswith(("duckdb", "pyarrow"))]
+
+
 def test_each_command_is_loaded_from_the_module_that_defines_it():
     # the group imports a command's module when the command is looked up (group.COMMANDS): the
     # table names every command of the modules, each with its own module, and --help lists them all

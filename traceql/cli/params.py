@@ -7,8 +7,6 @@ from pathlib import Path
 
 import click
 
-from traceql.outputs.numbers import UNITS
-from traceql.outputs.render import FORMATS
 
 from traceql.cli.context import Context
 
@@ -138,11 +136,13 @@ def engine_options(f):
 
 # -- options that several commands take, each defined here once ------------------------------------
 
-ALL_FORMATS = FORMATS + ("parquet",)  # what a result can be written as (render's formats, and Parquet with -o)
+def format_option(help: str | None = None, choices=None, default: str = "table"):
+    """--format FMT (the parameter fmt): how a command writes its result; by default every format
+    a result can be written as (render's formats, and Parquet with -o)."""
+    if choices is None:
+        from traceql.outputs.render import FORMATS  # here: --help and --version print no result
 
-
-def format_option(help: str | None = None, choices=ALL_FORMATS, default: str = "table"):
-    """--format FMT (the parameter fmt): how a command writes its result."""
+        choices = FORMATS + ("parquet",)
     return click.option("--format", "fmt", type=click.Choice(list(choices)), default=default, show_default=True,
                         help=help)
 
@@ -182,6 +182,8 @@ def queries_option():
 
 def unit_option(help: str):
     """--unit UNIT: times in this unit in tables and markdown."""
+    from traceql.outputs.numbers import UNITS
+
     return click.option("--unit", type=click.Choice(list(UNITS)), default=None, help=help)
 
 

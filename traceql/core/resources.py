@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 
 CONTRACT_TABLES = (
     "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset", "graph_exec", "graph_event",
@@ -35,7 +34,10 @@ ROW_ORDER = {
 
 @cache
 def _schemas():
-    """The Traversable of schemas/ (looked up once: importlib.resources.files costs about 0.5 ms)."""
+    """The Traversable of schemas/ (looked up once: importlib.resources.files costs about 0.5 ms;
+    imported here: --help and --version read no schema file)."""
+    from importlib import resources
+
     return resources.files("traceql.schemas")
 
 
