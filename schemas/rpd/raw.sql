@@ -1,6 +1,6 @@
 -- The rocmProfileData (rpd_tracer, "RPD") source tables the rpd adapters read: an older rocpd schema
 -- (rocpd_metadata schema_version 2) with plain table names. rocpd_api: HIP/HSA/roctx API calls;
--- rocpd_op: GPU operations (opType KernelExecution, CopyHostToDevice, CopyDeviceToHost, FillBuffer,
+-- rocpd_op: GPU operations (opType KernelExecution, Task (a graph's kernel), CopyHostToDevice, FillBuffer,
 -- ...; description is the kernel name); rocpd_api_ops pairs each op with the API call that enqueued
 -- it; rocpd_kernelapi and rocpd_copyapi add a call's launch or copy arguments. gpuId is the HIP
 -- device ordinal, queueId the HSA queue; timestamps are host-clock ns.
@@ -24,3 +24,7 @@ CREATE TABLE rocpd_kernelapi (
 );
 
 CREATE TABLE rocpd_copyapi (api_ptr_id BIGINT, stream VARCHAR, size BIGINT, kind BIGINT);
+
+-- ext_autogradapi: PyTorch's autograd details of the roctx ranges it opened (seq, op_id, sizes), which
+-- rpd's torch hook adds; only counted (ingest_stats rpd.autograd_not_read).
+CREATE TABLE ext_autogradapi (api_ptr_id BIGINT);

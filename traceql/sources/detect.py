@@ -10,7 +10,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from traceql.sources import kineto, rocprof_json
+from traceql.sources import gunzip, kineto, rocprof_json
 from traceql.core.errors import InputError, UnsupportedVersionError
 from traceql.sources.versions import kineto_versions, nsys_versions
 
@@ -53,6 +53,7 @@ class Detected:
     exported_from: Path | None = None         # the Nsight Systems report this export was made from (traceql.sources.nsys_export)
     source_names: dict[str, str] = field(default_factory=dict)  # staged name -> table in the file (rocpd)
     versions: dict[str, str] = field(default_factory=dict)  # trace's driver_version, cuda_*_version, torch_version
+    compressed: bool = False                  # a gzip-compressed SQLite file (FILE.rpd.gz), read through a decompressed copy (sources/gunzip.py)
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
@@ -221,6 +222,19 @@ def _rocpd(path: Path, names: list[tuple[str, str]], tables: dict[str, list[str]
     return det
 
 
+def _compressed_sqlite(path: Path) -> Detected:
+    """A gzip-compressed SQLite file: detected on a temporary decompressed copy (removed at once;
+    ingest decompresses it again to read it), with PATH's name in every message."""
+    with gunzip.decompressed(path) as plain:
+        try:
+            det = detect(plain)
+        except (InputError, UnsupportedVersionError) as exc:
+            raise type(exc)(str(exc).replace(str(plain), str(path))) from None
+    det.path, det.compressed = path, True
+    det.warnings = [w.replace(str(plain), str(path)) for w in det.warnings]
+    return det
+
+
 def detect(path: str | os.PathLike) -> Detected:
     """Inspect `path` and say which adapter reads it. Raises InputError for anything
     that is not a readable profiler export, UnsupportedVersionError for unknown versions."""
@@ -241,6 +255,8 @@ def detect(path: str | os.PathLike) -> Detected:
             head = fh.read(100)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if kineto.is_gzip(head) and gunzip.head(path, len(SQLITE_MAGIC)) == SQLITE_MAGIC:
+        return _compressed_sqlite(path)
     if not head.startswith(SQLITE_MAGIC) and rocprof_json.sniff(path, head):
         return Detected(path, "rocprofv3_json", "rocpd/v3", schema_version=None, exporter_version=None)
     if not head.startswith(SQLITE_MAGIC) and kineto.sniff(path, head):

@@ -153,7 +153,7 @@ def _dedupe_keys(con: duckdb.DuckDBPyConnection, report: StageReport) -> None:
 
 def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
           source_tables: dict[str, list[str]], progress=None,
-          source_names: dict[str, str] | None = None) -> StageReport:
+          source_names: dict[str, str] | None = None, sqlite3_because: str | None = None) -> StageReport:
     """Create the raw.sql tables in the `raw` catalog and fill them from the source file.
 
     progress(table, done, total, rows) is called before each table is read: `done` of the
@@ -162,7 +162,10 @@ def stage(con: duckdb.DuckDBPyConnection, path: Path, raw_ddl: str,
     report = StageReport()
     create_raw_tables(con, raw_ddl)
     declared = _declared_tables(con)
-    if is_wal(path):  # sqlite_scanner would create -shm/-wal files next to it: see connect_readonly
+    if sqlite3_because:
+        scanner_problem = sqlite3_because
+        report.reader = f"sqlite3 ({sqlite3_because})"
+    elif is_wal(path):  # sqlite_scanner would create -shm/-wal files next to it: see connect_readonly
         scanner_problem = "a WAL-mode file, read as immutable so that nothing is created next to it"
         report.reader = f"sqlite3 ({scanner_problem})"
     else:

@@ -134,7 +134,7 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
     """Ingest one file into the workspace on con. user: the --rank and --host given (ranks.resolve).
     assigned: (trace id, replaced) chosen by the caller (a worker process writing a workspace of
     its own, traceql.store.parallel), instead of looking the path up in con's trace table."""
-    from traceql.sources import kineto, ranks, rocprof_json
+    from traceql.sources import gunzip, kineto, ranks, rocprof_json
     from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
     from traceql.sources.adapters import prepare as prepare_adapters
     from traceql.sources.digest import FileDigest
@@ -179,6 +179,10 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
             report = kineto.stage(con, path, raw_ddl(det.layout), progress=staging, det=det)
         elif det.source_format == "rocprofv3_json":  # JSON staged as rocpd tables (sources/rocprof_json.py)
             report = rocprof_json.stage(con, path, raw_ddl(det.layout), progress=staging)
+        elif det.compressed:  # FILE.rpd.gz: a decompressed copy, which the connection may not open itself
+            with gunzip.decompressed(path) as plain:
+                report = stage(con, plain, raw_ddl(det.layout), det.tables, progress=staging,
+                               source_names=det.source_names, sqlite3_because="a decompressed copy of a gzip file")
         else:
             report = stage(con, path, raw_ddl(det.layout), det.tables, progress=staging,
                            source_names=det.source_names)

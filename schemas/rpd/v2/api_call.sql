@@ -1,6 +1,7 @@
 -- src_api_call: rpd's API calls (rocpd_api: HIP and HSA calls under their own names, hipLaunchKernel,
 -- hipMemcpyWithStream, ...); api_kind 'hip' for names starting hip/__hip, else 'hsa'. The call's id is
--- the correlation id its ops share (rocpd_api_ops).
+-- the correlation id its ops share (rocpd_api_ops). roctx ranges ('UserMarker' rows) are NVTX ranges
+-- (nvtx_event.sql), not calls.
 CREATE OR REPLACE TEMP VIEW src_api_call AS
 SELECT
     a.id                       AS src_row,
@@ -16,4 +17,4 @@ SELECT
     CAST(NULL AS BIGINT)       AS stack_id
 FROM raw.rocpd_api a
 LEFT JOIN raw.rocpd_string s ON s.id = a.apiName_id
-WHERE a.start IS NOT NULL AND a."end" IS NOT NULL;
+WHERE a.start IS NOT NULL AND a."end" IS NOT NULL AND s.string IS DISTINCT FROM 'UserMarker';

@@ -1,4 +1,6 @@
--- src_kernel: rpd ops of type KernelExecution. name is the op's description (demangled by the
+-- src_kernel: rpd ops of type KernelExecution, and of type Task with a kernel name: the kernel nodes
+-- of a HIP graph, each tied to its hipGraphLaunch call (no rocpd_kernelapi row: grid and workgroup
+-- NULL; no graph id is recorded). name is the op's description (demangled by the
 -- tracer), device_id the HIP device ordinal (gpuId), context_id the HSA queue; stream, grid (in
 -- work-items), workgroup, LDS (group segment) and scratch come from the launching call's
 -- rocpd_kernelapi row; stream_id is the HIP stream handle (hex text) as a number.
@@ -28,4 +30,5 @@ SELECT
 FROM src_rpd_op o
 LEFT JOIN raw.rocpd_kernelapi k ON k.api_ptr_id = o.api_id
 LEFT JOIN src_demangled n ON n.id = o.description_id
-WHERE o.op_type = 'KernelExecution' AND o.start IS NOT NULL AND o."end" IS NOT NULL;
+WHERE (o.op_type = 'KernelExecution' OR (o.op_type = 'Task' AND coalesce(o.description, '') <> ''))
+  AND o.start IS NOT NULL AND o."end" IS NOT NULL;

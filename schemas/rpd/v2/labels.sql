@@ -14,3 +14,7 @@ LEFT JOIN raw.rocpd_string t ON t.id = o.opType_id
 LEFT JOIN raw.rocpd_string d ON d.id = o.description_id
 LEFT JOIN (SELECT op_id, min(api_id) AS api_id FROM raw.rocpd_api_ops GROUP BY op_id) ao ON ao.op_id = o.id
 LEFT JOIN raw.rocpd_api a ON a.id = ao.api_id;
+
+-- src_rpd_api_name: the API names of rocpd_api rows (a small lookup: one row per distinct name).
+CREATE OR REPLACE TEMP TABLE src_rpd_api_name AS
+SELECT s.id, s.string FROM raw.rocpd_string s SEMI JOIN (SELECT DISTINCT apiName_id FROM raw.rocpd_api) a ON a.apiName_id = s.id;
