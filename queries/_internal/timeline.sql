@@ -71,14 +71,14 @@ events AS (
     WHERE k.trace_id = $trace_id
     UNION ALL
     SELECT 1, 'memcpy', c.memcpy_id, c.pid, NULL, c.device_id, c.context_id, c.stream_id, c.ts, c.dur,
-           c.ts + greatest(c.dur, 0), '[CUDA memcpy ' || coalesce(c.copy_kind, 'Unknown') || ']',
+           c.ts + greatest(c.dur, 0), '[' || (SELECT coalesce(max(gpu_api), 'CUDA') FROM trace WHERE trace_id = $trace_id) || ' memcpy ' || coalesce(c.copy_kind, 'Unknown') || ']',
            json_object('op_id', c.memcpy_id, 'correlation_id', c.correlation_id, 'bytes', c.bytes,
                        'copy_kind', c.copy_kind, 'src_kind', c.src_kind, 'dst_kind', c.dst_kind)
     FROM memcpy c
     WHERE c.trace_id = $trace_id
     UNION ALL
     SELECT 1, 'memset', m.memset_id, m.pid, NULL, m.device_id, m.context_id, m.stream_id, m.ts, m.dur,
-           m.ts + greatest(m.dur, 0), '[CUDA memset]',
+           m.ts + greatest(m.dur, 0), '[' || (SELECT coalesce(max(gpu_api), 'CUDA') FROM trace WHERE trace_id = $trace_id) || ' memset]',
            json_object('op_id', m.memset_id, 'correlation_id', m.correlation_id, 'bytes', m.bytes,
                        'value', m.value, 'mem_kind', m.mem_kind)
     FROM memset m

@@ -10,14 +10,16 @@ SELECT
     correlation_id,                        -- id of the launching API call within the process
     ts,                                    -- GPU start in ns (trace clock)
     dur,                                   -- duration in ns
-    name,                                  -- kernel name, or '[CUDA memcpy <kind>]' / '[CUDA memset]'
+    name,                                  -- kernel name, or '[CUDA memcpy <kind>]' / '[CUDA memset]' ('[HIP memcpy <kind>]' / '[HIP memset]' on traces whose trace.gpu_api is 'HIP')
     CAST(NULL AS BIGINT) AS bytes          -- bytes moved by a memcpy or memset, NULL for kernels
 FROM kernel
 UNION ALL
-SELECT trace_id, 'memcpy', memcpy_id, device_id, stream_id, pid, correlation_id, ts, dur,
-       '[CUDA memcpy ' || coalesce(copy_kind, 'Unknown') || ']', bytes
-FROM memcpy
+SELECT c.trace_id, 'memcpy', c.memcpy_id, c.device_id, c.stream_id, c.pid, c.correlation_id, c.ts, c.dur,
+       '[' || coalesce(t.gpu_api, 'CUDA') || ' memcpy ' || coalesce(c.copy_kind, 'Unknown') || ']', c.bytes
+FROM memcpy c
+LEFT JOIN trace t ON t.trace_id = c.trace_id
 UNION ALL
-SELECT trace_id, 'memset', memset_id, device_id, stream_id, pid, correlation_id, ts, dur,
-       '[CUDA memset]', bytes
-FROM memset;
+SELECT s.trace_id, 'memset', s.memset_id, s.device_id, s.stream_id, s.pid, s.correlation_id, s.ts, s.dur,
+       '[' || coalesce(t.gpu_api, 'CUDA') || ' memset]', s.bytes
+FROM memset s
+LEFT JOIN trace t ON t.trace_id = s.trace_id;

@@ -5,7 +5,8 @@ the repository: `rocprofv3 --output-format json` of a PyTorch run on MI350X, fro
 tests) is ingested once. Kernels, the kernel report and the devices are compared with figures
 computed here with Python's json module straight from the document (no oracle ships with the
 file: TraceLens' tests only check structure). The file records kernel dispatches only (its
-hip_api, memory_copy and marker_api buffers are empty).
+hip_api, memory_copy and marker_api buffers are empty): HIP calls, copies and rocTX ranges are
+checked on a cut of it with such records added in rocprofiler-sdk's layout.
 """
 
 from __future__ import annotations
@@ -131,3 +132,86 @@ def test_bad_rocprofv3_json_is_one_line_error(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"big\.json: rocprofv3 JSON larger than .*--output-format rocpd"):
         traceql.ingest([big], db=tmp_path / "b.duckdb")
     assert not (tmp_path / "b.duckdb").exists()
+
+
+def with_calls_copies_markers(tool: dict, n: int = 200) -> tuple[dict, dict]:
+    """The real document cut to its first N dispatches, plus the records rocprofv3 writes for a
+    traced program's HIP calls, copies and rocTX ranges (empty in this file), in the layout of
+    rocprofiler-sdk's own schema and tests (source/docs/rocprofv3-schema.json,
+    tests/rocprofv3/tracing/validate.py): `kind` indexes strings.buffer_records and `operation`
+    its operations (this file's own tables), the internal correlation id ties a call to its
+    dispatch, and a rocTX range's message is strings.marker_api's value under its correlation id.
+    Made physical: each hipLaunchKernel ends 1 us before its kernel starts, on the dispatch's
+    thread; a host-to-device copy (with its hipMemcpyAsync call) 2 us before every 50th kernel;
+    one roctxRangePushA range around each run of 50 launches. Returns the document and what it
+    holds, for the checks."""
+    names = tool["strings"]["buffer_records"]
+    kind = {b["kind"]: i for i, b in enumerate(names)}
+
+    def op(k, name):
+        return names[kind[k]]["operations"].index(name)
+
+    doc = {**tool, "buffer_records": {k: [] for k in tool["buffer_records"]},
+           "strings": {**tool["strings"], "marker_api": []}}
+    records = doc["buffer_records"]
+    records["kernel_dispatch"] = tool["buffer_records"]["kernel_dispatch"][:n]
+    corr = max(r["correlation_id"]["internal"] for r in records["kernel_dispatch"]) + 1
+    gpu = next(a["id"]["handle"] for a in tool["agents"] if a["type"] == 2)
+    cpu = next(a["id"]["handle"] for a in tool["agents"] if a["type"] == 1)
+    launches, copies, ranges = [], [], []
+    for i, k in enumerate(records["kernel_dispatch"]):
+        c = k["correlation_id"]
+        rec = {"size": 48, "kind": kind["HIP_RUNTIME_API_EXT"], "operation": op("HIP_RUNTIME_API_EXT", "hipLaunchKernel"),
+               "thread_id": k["thread_id"], "correlation_id": dict(c),
+               "start_timestamp": k["start_timestamp"] - 4000, "end_timestamp": k["start_timestamp"] - 1000}
+        records["hip_api"].append(rec)
+        launches.append((k["start_timestamp"], "hipLaunchKernel", rec["start_timestamp"]))
+        if i % 50 == 0:
+            t = k["start_timestamp"] - 2000 - 600
+            cid = {"internal": corr, "external": 0}
+            corr += 1
+            records["hip_api"].append({
+                "size": 48, "kind": kind["HIP_RUNTIME_API_EXT"], "operation": op("HIP_RUNTIME_API_EXT", "hipMemcpyAsync"),
+                "thread_id": k["thread_id"], "correlation_id": cid, "start_timestamp": t - 900, "end_timestamp": t - 100})
+            records["memory_copy"].append({
+                "size": 64, "kind": kind["MEMORY_COPY"], "operation": op("MEMORY_COPY", "MEMORY_COPY_HOST_TO_DEVICE"),
+                "thread_id": k["thread_id"], "correlation_id": cid, "start_timestamp": t, "end_timestamp": t + 500,
+                "dst_agent_id": {"handle": gpu}, "src_agent_id": {"handle": cpu}, "bytes": 4096 * (i + 1)})
+            copies.append((t, 500, 4096 * (i + 1), "Host-to-Device", "hipMemcpyAsync"))
+            block = records["kernel_dispatch"][i:i + 50]
+            cid = {"internal": corr, "external": 0}
+            corr += 1
+            start, end = t - 2000, block[-1]["start_timestamp"] - 500
+            records["marker_api"].append({
+                "size": 48, "kind": kind["MARKER_CORE_API"], "operation": op("MARKER_CORE_API", "roctxRangePushA"),
+                "thread_id": k["thread_id"], "correlation_id": cid, "start_timestamp": start, "end_timestamp": end})
+            doc["strings"]["marker_api"].append({"key": cid["internal"], "value": f"step {i // 50}"})
+            ranges.append((f"step {i // 50}", start, end - start, len(block)))
+    return {"rocprofiler-sdk-tool": [doc]}, {"launches": launches, "copies": copies, "ranges": ranges}
+
+
+def test_calls_copies_and_rocTX_ranges(tmp_path, doc):
+    """HIP calls, copies and rocTX ranges in rocprofv3's JSON layout (with_calls_copies_markers):
+    every kernel has its hipLaunchKernel (the call's start), every copy is a memcpy row with its
+    kind, bytes and hipMemcpyAsync call, every range an NVTX range that holds its 50 kernels."""
+    made, want = with_calls_copies_markers(doc)
+    path = tmp_path / "calls_results.json"
+    path.write_text(json.dumps(made))
+    [res] = traceql.ingest([path], db=tmp_path / "ws.duckdb")
+    with traceql.open(tmp_path / "ws.duckdb") as w:
+        got = sorted(tuple(r.values()) for r in w.sql(
+            "SELECT k.ts, l.api_name, l.api_ts FROM launch l JOIN kernel k "
+            "ON k.trace_id = l.trace_id AND k.kernel_id = l.op_id AND l.op_kind = 'kernel'").to_pylist())
+        assert got == sorted(want["launches"]) and len(got) == 200
+        got = sorted(tuple(r.values()) for r in w.sql(
+            "SELECT m.ts, m.dur, m.bytes, m.copy_kind, l.api_name FROM memcpy m "
+            "LEFT JOIN launch l ON l.trace_id = m.trace_id AND l.op_id = m.memcpy_id").to_pylist())
+        assert got == sorted(want["copies"]) and len(got) == 4
+        rep = {r["name"]: r for r in w.report("range").to_pylist()}
+        assert sorted((k, r["instances"], r["kernels"]) for k, r in rep.items()) == \
+            sorted((name, 1, n) for name, _, _, n in want["ranges"])
+        got = sorted(tuple(r.values()) for r in w.sql("SELECT name, ts, dur FROM nvtx_range").to_pylist())
+        assert got == sorted((name, ts, dur) for name, ts, dur, _ in want["ranges"])
+        stats = {r["key"] for r in w.sql("SELECT key FROM ingest_stats").to_pylist()}
+        assert "rocpd.kernel_without_launch" not in stats
+    assert res.counts["api_call"] == 204 and res.gpu_api == "HIP"

@@ -57,7 +57,7 @@ def render_summary(summary, fmt: str = "table", out=None, unit: str | None = Non
         mine = [r for r in rows if not summary.per_trace or r["trace_id"] in ids]
         for section, what in (
                 ("GPU activities", "all GPU activities (kernels, copies, memsets, graph executions)"),
-                ("API calls", f"all {api_words(t['source_format'] for t in group)}")):
+                ("API calls", f"all {api_words(t['gpu_api'] for t in group)}")):
             part = [r for r in mine if r["section"] == section]
             out.write("\n" + fill(f"{section} (Time(%) = share of the summed time of {what}, not of wall time):",
                                    width, "") + "\n")
@@ -95,7 +95,8 @@ def _trace_header(t, gpus, out, fmt, unit, width=None) -> None:
         busy = summary_time(g["busy_ns"], unit) + (f" {unit}" if unit else "")
         pct = "-" if g["busy_pct"] is None else f"{g['busy_pct']:.2f}%"
         out.write(fill(f"{bullet}GPU {g['device_id']} {clean_text(g['device'] or '(name not recorded)')}: busy {busy} = {pct} "
-                        f"of the span (time with at least one kernel, copy, memset or CUDA graph running; "
+                        f"of the span (time with at least one kernel, copy, memset or {t.get('gpu_api') or 'CUDA'} graph "
+                        f"running; "
                         f"{g['ops']:,} operations)", width, bullet) + "\n")
         if g.get("idle_ns") is not None and t["span_ns"]:  # the temporal breakdown, report --by breakdown
             parts = ", ".join(f"{name} {100.0 * g[col] / t['span_ns']:.2f}%" for name, col in (

@@ -40,7 +40,7 @@ CHANGES = {
        "comm_bytes, compute columns without communication kernels, and '[no op: <reason>]' rows; "
        "trace.source_format 'rocpd' (rocprofv3 databases: agents as devices, HIP calls as api_call) and "
        "'rocprof' (rocprof v1 results.db) and 'rpd' (rocmProfileData, .rpd or .rpd.gz, HIP graph 'Task' ops as kernels, roctx ranges as nvtx_range) and 'rocprofv3_json' (rocprofv3 JSON); "
-       "sync_event rows for synchronizing HIP calls on AMD traces, which analyze's sync_calls counts; "
+       "sync_event rows for synchronizing HIP calls on AMD traces, which analyze's sync_calls counts; trace.gpu_api ('CUDA'/'HIP'; HIP traces, ROCm PyTorch ones included, name copies '[HIP memcpy <kind>]'); "
        "hostile input: Kineto device ids beyond 32 bits and op sizes that are not counts (or FLOPs past 2**63-1) "
        "are NULL with a warning; times beyond +-2**62 ns (or durations adding up to 2**62 ns) are refused at ingest; "
        "memory_event (allocations and frees with levels, ranges and Python stacks, Kineto profile_memory and nsys "

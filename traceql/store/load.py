@@ -50,6 +50,7 @@ class IngestResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     identity: ranks.Identity | None = None  # host, rank, local rank, world size and where each came from
+    gpu_api: str | None = None  # 'CUDA' or 'HIP' (trace.gpu_api, schemas/derive/gpu_api.sql)
 
     def capture_hint(self) -> str | None:
         """What a trace without GPU work was probably captured without, for people: None when
@@ -62,7 +63,7 @@ class IngestResult:
             return ("no GPU events (kernels, copies, memsets): was the PyTorch profiler run without "
                     "ProfilerActivity.CUDA in its activities?")
         if c.get("api_call"):
-            return (f"{api_words([fmt])} but no kernel, copy or memset: the program ran no GPU work while it "
+            return (f"{api_words([self.gpu_api])} but no kernel, copy or memset: the program ran no GPU work while it "
                     "was profiled")
         tool = "nsys profile -t cuda,nvtx" if fmt == "nsys" else "nvprof (without --profile-api-trace none)"
         return (f"no CUDA API calls and no GPU work: the file was captured without CUDA tracing (NVTX or "
@@ -201,6 +202,9 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
         ident = result.identity = ranks.identify(det, user)  # after staging: Kineto's members are read then
         _add_stats(con, trace_id, det, report, result, source_stats + ident.stats, families)
         _add_trace_row(con, trace_id, det, path, span, hashing.result(), ident)
+        con.execute("SET VARIABLE trace_id = ?", [trace_id])
+        con.execute(read_schema("derive/gpu_api.sql"))
+        result.gpu_api = con.execute("SELECT gpu_api FROM trace WHERE trace_id = ?", [trace_id]).fetchone()[0]
         deriving("stored reports")
         stored.store(con, trace_id, families=families)
         derivation.record(con, trace_id, families)

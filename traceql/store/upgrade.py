@@ -180,6 +180,7 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
         con.execute("INSERT INTO ingest_stats SELECT trace_id, key, value, severity, detail FROM derived_stats "
                     "WHERE trace_id = ?", [trace_id])
         _reidentify(con, trace_id)
+        con.execute(read_schema("derive/gpu_api.sql"))
         con.execute(
             "INSERT INTO ingest_stats VALUES (?, 'upgrade.without_source', NULL, 'warning', ?)",
             [trace_id, f"upgraded to contract {contract.CONTRACT_VERSION} from the workspace's own rows, since "
