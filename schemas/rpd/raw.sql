@@ -28,3 +28,7 @@ CREATE TABLE rocpd_copyapi (api_ptr_id BIGINT, stream VARCHAR, size BIGINT, kind
 -- ext_autogradapi: PyTorch's autograd details of the roctx ranges it opened (seq, op_id, sizes), which
 -- rpd's torch hook adds; only counted (ingest_stats rpd.autograd_not_read).
 CREATE TABLE ext_autogradapi (api_ptr_id BIGINT);
+
+-- rocpd_monitor: rocm-smi samples (GPU clock 'sclk', ...) per SMI device index, which need not be the
+-- HIP ordinal of rocpd_op.gpuId; only counted (ingest_stats rpd.monitor_not_read).
+CREATE TABLE rocpd_monitor (id BIGINT);

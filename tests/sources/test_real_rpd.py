@@ -82,4 +82,5 @@ def test_gpu_ops_equal_rpd2tracing_json(rpd):
     assert [name for name, _, _ in left.elements()] == ["FillBuffer"]
     stats = dict(tuple(r.values()) for r in w.sql(
         "SELECT key, value FROM ingest_stats WHERE trace_id = ? AND key LIKE 'rpd.%'", [tid]).to_pylist())
-    assert stats == {"rpd.ops_not_read.FillBuffer": 1}
+    monitor = src(path, "SELECT count(*) FROM rocpd_monitor")[0][0]
+    assert stats == {"rpd.ops_not_read.FillBuffer": 1, "rpd.monitor_not_read": monitor} and monitor == 15

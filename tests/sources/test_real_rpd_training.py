@@ -154,6 +154,17 @@ def test_every_op_has_its_call(trace):
     assert Counter(name for _, name in got.elements())["hipGraphLaunch"] == 8360
 
 
+def test_what_is_not_read_is_counted(trace):
+    """ingest_stats: the reader (sqlite3 on a decompressed copy) and the rows not read, counted as
+    sqlite3 counts them."""
+    _, plain, w, tid, _ = trace
+    stats = {r["key"]: r for r in w.sql("SELECT key, value, detail FROM ingest_stats WHERE trace_id = ?",
+                                        [tid]).to_pylist()}
+    assert "decompressed copy of a gzip file" in stats["source.reader"]["detail"]
+    for key, table in (("rpd.autograd_not_read", "ext_autogradapi"), ("rpd.monitor_not_read", "rocpd_monitor")):
+        assert stats[key]["value"] == src(plain, f"SELECT count(*) FROM {table}")[0][0] > 0
+
+
 def test_bad_gzip_is_one_line_error(tmp_path):
     """A truncated .rpd.gz: one line naming the file, nothing left in the workspace folder."""
     path = trace_file("rpd-rocmprofiledata/mytrace.rpd.gz")

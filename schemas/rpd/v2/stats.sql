@@ -14,4 +14,8 @@ UNION ALL
 SELECT 'rpd.autograd_not_read', count(*), 'info',
        'PyTorch autograd details of roctx ranges (ext_autogradapi: seq, op_id, sizes): '
        || 'not read (the ranges themselves are nvtx_range rows)'
-FROM raw.ext_autogradapi HAVING count(*) > 0;
+FROM raw.ext_autogradapi HAVING count(*) > 0
+UNION ALL
+SELECT 'rpd.monitor_not_read', count(*), 'info',
+       'rocm-smi samples (rocpd_monitor: GPU clock, ...), by SMI device index rather than HIP ordinal: not read'
+FROM raw.rocpd_monitor HAVING count(*) > 0;
