@@ -102,3 +102,33 @@ def test_real_files_are_told_apart():
     assert (legacy.source_format, legacy.layout, legacy.schema_version) == ("nsys", "nsys/legacy", None)
     v3 = detect(trace_file("nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite"))
     assert (v3.layout, v3.schema_version, v3.exporter_version) == ("nsys/v3", "3.25.0", "2026.2.1.210")
+
+
+def test_gzip_compressed_sqlite_export(tmp_path):
+    """A gzip-compressed SQLite export (FILE.sqlite.gz, rocmProfileData's FILE.rpd.gz) is detected
+    and ingested through a temporary decompressed copy: the same rows as the plain file, the
+    source named by its .gz path, the temporary folder left empty; a gzip of a SQLite file that is
+    no profiler export is refused with the .gz path in the message."""
+    import gzip
+    import tempfile
+
+    plain = nsys_stub(tmp_path / "stub.sqlite")
+    packed = tmp_path / "stub.sqlite.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    det = detect(packed)
+    assert (det.source_format, det.layout, det.compressed, det.path) == ("nsys", "nsys/v3", True, packed)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    saved, tempfile.tempdir = tempfile.tempdir, str(temp)
+    try:
+        [res] = traceql.ingest([packed], db=tmp_path / "ws.duckdb")
+    finally:
+        tempfile.tempdir = saved
+    assert res.counts["kernel"] == 1 and list(temp.iterdir()) == []
+    with traceql.open(tmp_path / "ws.duckdb") as w:
+        assert w.sql("SELECT path FROM trace").to_pylist() == [{"path": str(packed.resolve())}]
+    other = make_sqlite(tmp_path / "other.db", ["CREATE TABLE t (x INTEGER)"])
+    bad = tmp_path / "other.db.gz"
+    bad.write_bytes(gzip.compress(other.read_bytes()))
+    with pytest.raises(InputError, match=rf"^{bad}: SQLite database without Nsight Systems or nvprof tables"):
+        detect(bad)
