@@ -59,6 +59,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import shutil
 import sqlite3
 import struct
@@ -77,6 +78,23 @@ SQL_MUTATORS = ("drop_table", "drop_column", "retype_column", "nulls", "times", 
                 "dup_rows", "empty", "rename")
 MUTATORS = BYTE_MUTATORS + SQL_MUTATORS + ("mixed",)
 EXIT_CLASSES = {2: "UsageError", 3: "InputError", 4: "UnsupportedVersionError", 5: "WorkspaceError"}
+FAMILY_CPU: dict[str, float] = {}   # CPU seconds (user + sys) per family: this process and its children
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of every child it has waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@contextlib.contextmanager
+def cpu_of(fam: str):
+    """Add the CPU seconds spent in the block to FAMILY_CPU[FAM] (families run one after another)."""
+    start = cpu_seconds()
+    try:
+        yield
+    finally:
+        FAMILY_CPU[fam] = FAMILY_CPU.get(fam, 0.0) + cpu_seconds() - start
 
 
 # -- sources --------------------------------------------------------------------------
@@ -1598,8 +1616,13 @@ def run_wave(n: int = 150, seed: int = 1, jobs: int = 2, work: Path | None = Non
             return o
 
         todo = [i for i in range(n) if only is None or i in only]
-        results = concurrent.futures.ThreadPoolExecutor(jobs).map(one, todo) if jobs > 1 else map(one, todo)
-        return _collect(results, verbose, log)
+        outcomes = []
+        for kind in WAVE:   # one family at a time, so that each one's CPU seconds can be measured
+            mine = [i for i in todo if WAVE[i % len(WAVE)] == kind]
+            with cpu_of(kind):
+                results = concurrent.futures.ThreadPoolExecutor(jobs).map(one, mine) if jobs > 1 else map(one, mine)
+                outcomes += _collect(results, verbose, log)
+        return outcomes
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)
@@ -1635,6 +1658,7 @@ def summary(outcomes: list[Outcome], seconds: float) -> dict:
         "failures": by.get("FAIL", 0),
         "seconds": round(seconds, 1),
         "per_family": {f: dict(c) for f, c in per_family.items()},
+        "cpu_seconds": {f: round(FAMILY_CPU[f], 1) for f in per_family if f in FAMILY_CPU},
         "per_mutator": {m: dict(c) for m, c in sorted(per_mutator.items())},
     }
 
@@ -1662,8 +1686,10 @@ def markdown(s: dict, args) -> str:
         f"{os.getloadavg()[0]:.1f} at the end: other jobs share the machine)",
     ]
     for fam, counts in s["per_family"].items():
+        cpu = s.get("cpu_seconds", {}).get(fam)
         lines.append(f"- {FAMILY_TITLES.get(fam, fam)}: {sum(counts.values())} ("
-                     + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ")")
+                     + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ")"
+                     + (f", {cpu} CPU s" if cpu is not None else ""))
     for fam in s["per_family"]:
         rows = {m: c for m, c in s["per_mutator"].items() if (m.split(":")[0] if ":" in m else "ingest") == fam}
         classes = sorted({k for c in rows.values() for k in c}, key=lambda k: (k == "FAIL", k))
@@ -1697,18 +1723,22 @@ def main(argv=None) -> int:
     only = {int(i) for i in args.only.split(",")} if args.only else None
     outcomes = []
     if args.variants:
-        outcomes += run(args.variants, args.seed, args.jobs, args.mode, keep=args.keep,
-                        max_bytes=args.max_bytes, verbose=args.verbose, only=only)
+        with cpu_of("ingest"):
+            outcomes += run(args.variants, args.seed, args.jobs, args.mode, keep=args.keep,
+                            max_bytes=args.max_bytes, verbose=args.verbose, only=only)
     if args.sql:
-        outcomes += run_sql(args.sql, args.seed, args.jobs, args.mode, verbose=args.verbose)
+        with cpu_of("sql"):
+            outcomes += run_sql(args.sql, args.seed, args.jobs, args.mode, verbose=args.verbose)
     if args.faults:
-        outcomes += run_faults(args.faults, args.seed, args.jobs, verbose=args.verbose)
+        with cpu_of("fault"):
+            outcomes += run_faults(args.faults, args.seed, args.jobs, verbose=args.verbose)
     if args.wave:
         outcomes += run_wave(args.wave, args.seed, args.jobs, verbose=args.verbose, only=only)
     s = summary(outcomes, time.perf_counter() - started)
     print(f"variants {s['variants']}: failures {s['failures']}; {s['seconds']} s ({args.mode} mode, seed {args.seed})")
     for fam, counts in s["per_family"].items():
-        print(f"  {FAMILY_TITLES.get(fam, fam)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+        print(f"  {FAMILY_TITLES.get(fam, fam)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+              + (f"; {s['cpu_seconds'][fam]} CPU s" if fam in s["cpu_seconds"] else ""))
     for m, c in s["per_mutator"].items():
         print(f"    {m:24s} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
     if args.markdown:
