@@ -48,7 +48,7 @@ docs: $(STAMP)
 # hostile `traceql sql` queries and 100 workspace faults; every one must be a clean result or a
 # one-line error, nothing written or read without asking (tests/fuzz.py). Several minutes.
 fuzz: $(STAMP)
-	$(PY) -m tests.fuzz --variants 300 --sql 200 --faults 100 --wave 150 --seed 1 --jobs 2 --markdown tests/FUZZ.md
+	$(PY) -m tests.fuzz --variants 300 --sql 200 --faults 100 --wave 150 --hostile 160 --seed 1 --jobs 2 --markdown tests/FUZZ.md
 
 # Benchmarks (bench/run.py): generated S and M inputs by default, `make bench SIZES="S M ATTR"`
 # for 16 M NVTX ranges, add L (10 M kernels, several GB) on request. Installs nsys-ai from

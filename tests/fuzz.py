@@ -594,6 +594,7 @@ def run(n: int = 300, seed: int = 1, jobs: int = 2, mode: str = "cli", work: Pat
             results = pool.map(one, todo)
         for o in results:
             outcomes.append(o)
+            _log_outcome(o)
             if verbose or not o.ok:
                 log(f"{o.index:4d} {o.result:24s} {o.seconds:6.2f}s {o.mutator:13s} {o.source}: {o.what}"
                     + (f"\n     -> {o.message}" if o.message and verbose else "")
@@ -1628,11 +1629,382 @@ def run_wave(n: int = 150, seed: int = 1, jobs: int = 2, work: Path | None = Non
             shutil.rmtree(work, ignore_errors=True)
 
 
+
+# -- the hostile family: issue 37's findings, randomized ---------------------------------------------
+#
+#   hostile:macro    a macro named like a built-in traceql calls (its default parameter reads a secret file,
+#                    or a table macro) stored in a received workspace, then any command: exit 5 naming it, the
+#                    workspace unchanged, the secret never printed
+#   hostile:output   -o naming the workspace, its WAL or lock, a symbolic link to it, or an existing file,
+#                    with or without --overwrite: exit 2 and the workspace unchanged (an existing file kept
+#                    unless --overwrite)
+#   hostile:view     an export whose table is a view (endless WITH RECURSIVE, a 4-way cross join, a missing
+#                    table): ingest ends at once, exit 0 or one error line
+#   hostile:bomb     gzip'd Kineto JSON expanding to 1 MB-1 GiB of blanks, zeros or brackets: exit 0 or 3
+#                    within the time limit, one line
+#   hostile:nesting  parentheses 10-5,000 deep in `sql` and --where, JSON arrays 10-100,000 deep in Kineto
+#                    args: exit 0 or one line
+#   hostile:numeric  Kineto ts, dur, device, Input Dims and baseTimeNanoseconds at extremes (2**63, 1e300,
+#                    -1, text, NaN-free): exit 0 or 3; when ingested, no negative bytes or FLOPs
+#   hostile:signal   SIGTERM, SIGHUP or SIGINT at a random moment of an ingest: exit 0 or 130, the
+#                    workspace unchanged or whole with the new trace, no temporary file left
+#   hostile:escape   control and bidi characters in a column name, a value and --host: table, markdown
+#                    and info output hold none of them raw
+
+HOSTILE = ("macro", "output", "view", "bomb", "nesting", "numeric", "signal", "escape")
+# (functions DuckDB resolves by name: not coalesce, which its parser turns into an operator a macro cannot replace)
+HOSTILE_MACROS = ("lower", "regexp_replace", "sum", "count_star", "abs", "min", "max", "list",
+                  "row_number", "round", "upper", "list_contains", "current_database", "getvariable", "concat")
+HOSTILE_TABLE_MACROS = ("duckdb_tables", "duckdb_columns", "range", "read_text", "duckdb_functions")
+HOSTILE_COMMANDS = (["ingest", "SRC"], ["upgrade"], ["rm", "1"], ["report", "--by", "kernel"], ["info"],
+                    ["sql", "SELECT count(*) FROM kernel"], ["summary"], ["analyze"], ["query", "kernel"],
+                    ["export", "--format", "folded", "-o", "OUT"])
+OUTPUT_COMMANDS = (["report", "--by", "kernel"], ["sql", "SELECT 1 AS x"], ["summary"], ["analyze"],
+                   ["query", "kernel"], ["export", "--format", "perfetto"], ["export", "--format", "folded"],
+                   ["plot", "--by", "kernel"], ["diff", "1", "1"])
+CONTROLS = ("\x1b[31m", "\x07", "\r", "\n", "\x9b2J", "\u202e", "\x1b]0;owned\x07", "\t", "\x00", "\x7f")
+
+
+@dataclass
+class HostileContext:
+    work: Path
+    base_db: Path      # one small nsys trace (TRACEQL_DERIVE=eager)
+    base_src: Path     # its export
+    big_src: Path      # a generated export of 20,000 kernels, for signals mid-ingest
+
+
+def hostile_context(work: Path) -> HostileContext:
+    from fixtures.gen_nsys import generate
+    from tests.util import nsys_stub
+
+    base = work / "hostile"
+    base.mkdir(parents=True, exist_ok=True)
+    src = nsys_stub(base / "base.sqlite")
+    db = base / "base.duckdb"
+    if not db.exists():
+        code, _o, err = _run_args(db, ["ingest", str(src)], 300, base, {"TRACEQL_DERIVE": "eager"})
+        if code != 0:
+            raise SystemExit(f"could not ingest the hostile family's base: {err}")
+    big = base / "big.sqlite"
+    if not big.exists():
+        generate(big, layout="3", kernels=20000, seed=5)
+    return HostileContext(work, db, src, big)
+
+
+def _leftovers(folder: Path, keep) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name not in keep and not p.name.endswith(".lock"))
+
+
+def _hostile_run(out: Outcome, db: Path, args: list[str], timeout: float, folder: Path, env: dict | None = None,
+                 success: str = "ok", ok_codes=(0,)) -> tuple[int | None, str, str]:
+    """Run `traceql --db DB ARGS` for OUT: its result (SUCCESS, or the error's class) and message
+    set, a problem added unless it succeeded or failed with one error line."""
+    code, stdout, stderr = _run_args(db, args, timeout, folder, {"HOME": str(folder), **(env or {})})
+    out.result = success if code == 0 else EXIT_CLASSES.get(code, "FAIL")
+    out.message = stderr.strip()[:300]
+    problem = _one_line_problem(code, stderr, ok_codes=ok_codes)
+    if problem:
+        out.problems.append(problem)
+    return code, stdout, stderr
+
+
+def _hostile_macro(rng, folder, ctx, out) -> None:
+    import duckdb
+
+    secret = folder / "secret.txt"
+    secret.write_text(SECRET)
+    db = folder / "ws.duckdb"
+    shutil.copyfile(ctx.base_db, db)
+    table = rng.random() < 0.3
+    name = rng.choice(HOSTILE_TABLE_MACROS if table else HOSTILE_MACROS)
+    body = (f"TABLE SELECT content AS x FROM read_text('{secret}')" if table
+            else "(SELECT content FROM read_text(y))")
+    con = duckdb.connect(str(db))
+    try:
+        con.execute(f'CREATE MACRO "{name}"(a := 0, b := 0, c := 0, d := 0, y := \'{secret}\') AS {body}')
+    finally:
+        con.close()
+    command = [str(ctx.base_src) if a == "SRC" else str(folder / "out.txt") if a == "OUT" else a
+               for a in rng.choice(HOSTILE_COMMANDS)]
+    out.what = f"{name} ({'table ' if table else ''}macro) then {' '.join(command)[:120]}"
+    before = sha256(db)
+    problems = len(out.problems)
+    code, stdout, stderr = _hostile_run(out, db, command, 120, folder, success="ok", ok_codes=())
+    if len(out.problems) == problems and (code != 5 or f'"{name}"' not in stderr):
+        out.problems.append(f"not refused naming the macro (exit {code}): {stderr[:300]!r}")
+    if SECRET in stdout or SECRET in stderr:
+        out.problems.append("the secret file's content was printed")
+    if sha256(db) != before:
+        out.problems.append("workspace changed")
+
+
+def _hostile_output(rng, folder, ctx, out) -> None:
+    db = folder / "ws.duckdb"
+    shutil.copyfile(ctx.base_db, db)
+    (folder / "link.duckdb").symlink_to(db)
+    keep = folder / "keep.txt"
+    keep.write_text("keep me")
+    target = rng.choice((db, Path(str(db) + ".wal"), Path(str(db) + ".lock"), folder / "link.duckdb", keep))
+    overwrite = rng.random() < 0.5
+    command = list(rng.choice(OUTPUT_COMMANDS)) + ["-o", str(target)] + (["--overwrite"] if overwrite else [])
+    out.what = " ".join(command)[:200]
+    before = sha256(db)
+    code, _stdout, stderr = _hostile_run(out, db, command, 180, folder, success="ok")
+    if target != keep:
+        if code != 2 or "is the workspace" not in stderr:
+            out.problems.append(f"-o naming the workspace was not refused (exit {code})")
+    elif not overwrite and (code != 2 or keep.read_text() != "keep me"):
+        out.problems.append(f"an existing file was replaced without --overwrite (exit {code})")
+    if sha256(db) != before:
+        out.problems.append("workspace changed")
+    if target == keep and overwrite and code == 0 and keep.read_text() == "keep me":
+        out.problems.append("--overwrite wrote nothing")
+
+
+def _hostile_view(rng, folder, ctx, out) -> None:
+    src = folder / "v.sqlite"
+    shutil.copyfile(ctx.base_src, src)
+    con = sqlite3.connect(src)
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    table = rng.choice(tables)
+    cols = [r[1] for r in con.execute(f"PRAGMA table_info({_q(table)})")]
+    kind = rng.choice(("recursive", "cross", "missing"))
+    con.execute(f"DROP TABLE {_q(table)}")
+    if kind == "recursive":
+        sel = ", ".join(f"n AS {_q(c)}" for c in cols)
+        con.execute(f"CREATE VIEW {_q(table)} AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+                    f"SELECT {sel} FROM r")
+    elif kind == "cross":
+        other = rng.choice([t for t in tables if t != table] or tables)
+        con.execute(f"CREATE VIEW {_q(table)} AS SELECT a.* FROM {_q(other)} a, {_q(other)} b, {_q(other)} c, "
+                    f"{_q(other)} d")
+    else:
+        con.execute(f"CREATE VIEW {_q(table)} AS SELECT * FROM no_such_table")
+    con.commit()
+    con.close()
+    out.what = f"{table} as a {kind} view"
+    db = folder / "ws.duckdb"
+    shutil.copyfile(ctx.base_db, db)
+    before, src_before = sha256(db), sha256(src)
+    code, _stdout, stderr = _hostile_run(out, db, ["ingest", str(src)], 120, folder, success="ingested")
+    if code != 0 and sha256(db) != before:
+        out.problems.append("workspace changed by a failed ingest")
+    if sha256(src) != src_before:
+        out.problems.append("the source was changed")
+
+
+def _hostile_bomb(rng, folder, ctx, out) -> None:
+    import gzip
+
+    mb = rng.choice((1, 16, 70, 300, 1024))
+    fill = rng.choice((b" ", b"\n", b"0", b"[", b'{"ph":"X"},'))
+    path = folder / "bomb.json.gz"
+    with gzip.open(path, "wb", compresslevel=6) as fh:
+        fh.write(b'{"traceEvents":[')
+        block = fill * ((1 << 20) // len(fill))
+        for _ in range(mb):
+            fh.write(block)
+        fh.write(b"]}")
+    out.what = f"{mb} MB of {fill!r} in {path.stat().st_size:,} bytes of gzip"
+    db = folder / "ws.duckdb"
+    code, _stdout, stderr = _hostile_run(out, db, ["ingest", str(path)], 240, folder, success="ingested")
+    if code != 0 and db.exists():
+        out.problems.append("a workspace was created by a failed ingest")
+
+
+def _hostile_nesting(rng, folder, ctx, out) -> None:
+    db = folder / "ws.duckdb"
+    shutil.copyfile(ctx.base_db, db)
+    depth = rng.choice((10, 49, 50, 51, 60, 200, 1000, 5000))
+    where = rng.choice(("sql", "sql_param", "where", "json"))
+    if where == "json":
+        depth = rng.choice((10, 999, 1000, 1001, 5000, 100_000))
+        path = folder / "deep.json"
+        path.write_text('{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"pid":1,"tid":1,"args":'
+                        + "[" * depth + "]" * depth + "}]}")
+        args = ["ingest", str(path)]
+        db = folder / "new.duckdb"
+    elif where == "where":
+        args = ["report", "--by", "kernel", "--where", "(" * depth + "dur > 0" + ")" * depth]
+    else:
+        args = ["sql", "SELECT " + "(" * depth + "1" + ")" * depth + " AS x" + (", $v AS v" if where == "sql_param"
+                                                                                  else "")]
+        args += ["--param", "v=1"] if where == "sql_param" else []
+    out.what = f"{depth} levels in {where}"
+    before = sha256(db) if db.exists() else None
+    code, _stdout, stderr = _hostile_run(out, db, args, 120, folder, success="ok")
+    if before is not None and sha256(db) != before:
+        out.problems.append("workspace changed")
+
+
+def _hostile_numeric(rng, folder, ctx, out) -> None:
+    def extreme():
+        return rng.choice(EXTREMES[:9] + (1e300, -1e300, 1.5, "12", "x", None, 2 ** 40, 10 ** 30))
+
+    where = rng.choice(("ts", "dur", "device", "dims", "base"))
+    op = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100, "dur": 50,
+          "args": {"External id": 1, "Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}}
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 10,
+              "args": {"External id": 1, "correlation": 7}}
+    kernel = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 200, "dur": 30,
+              "args": {"External id": 1, "device": 0, "stream": 7, "correlation": 7}}
+    doc = {"schemaVersion": 1, "traceEvents": [op, launch, kernel]}
+    value = extreme()
+    if where in ("ts", "dur"):
+        rng.choice((op, launch, kernel))[where] = value
+    elif where == "device":
+        kernel["args"]["device"] = value
+    elif where == "dims":
+        op["args"]["Input Dims"] = [[value, 64], [64, extreme()]]
+    else:
+        doc["baseTimeNanoseconds"] = value
+    out.what = f"{where} = {value!r}"[:200]
+    path = folder / "n.json"
+    path.write_text(json.dumps(doc))
+    db = folder / "ws.duckdb"
+    code, _stdout, stderr = _hostile_run(out, db, ["ingest", str(path)], 120, folder, success="ingested")
+    if code == 0:
+        code, stdout, stderr = _run_args(db, ["sql", "--format", "csv", "SELECT count(*) FILTER (WHERE bytes < 0 OR "
+                                              "flops < 0) AS negative FROM kernel_op"], 120, folder)
+        if code != 0 or stdout.splitlines()[1:] != ["0"]:
+            out.problems.append(f"negative bytes or FLOPs, or the check failed: {stdout!r} {stderr[:200]!r}")
+        code, _o, stderr = _run_args(db, ["report", "--by", "op"], 120, folder)
+        problem = _one_line_problem(code, stderr)
+        if problem:
+            out.problems.append("report --by op: " + problem)
+    elif db.exists():
+        out.problems.append("a workspace was created by a failed ingest")
+
+
+def _hostile_signal(rng, folder, ctx, out) -> None:
+    import signal
+
+    db = folder / "ws.duckdb"
+    shutil.copyfile(ctx.base_db, db)
+    sig = rng.choice(("SIGTERM", "SIGHUP", "SIGINT"))
+    after = round(rng.uniform(0.3, 6.0), 2)
+    out.what = f"{sig} after {after} s"
+    before = sha256(db)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(folder)}
+    proc = subprocess.Popen([sys.executable, "-m", "traceql", "--db", str(db), "ingest", "-j", "1", str(ctx.big_src)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=folder, env=env)
+    try:
+        proc.wait(timeout=after)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(getattr(signal, sig))
+    try:
+        _stdout, stderr = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        out.problems.append("no answer in time after the signal")
+        out.result = "FAIL"
+        return
+    code = proc.returncode
+    out.result = "ok" if code == 0 else "interrupted" if code == 130 else EXIT_CLASSES.get(code, "FAIL")
+    out.message = stderr.strip()[-300:]
+    lines = stderr.strip().splitlines()
+    if code == 130:
+        if not lines or not lines[-1].startswith("traceql: interrupted") or "Traceback" in stderr:
+            out.problems.append(f"interrupted without its line: {stderr[-300:]!r}")
+        if sha256(db) != before:
+            out.problems.append("workspace changed by an interrupted ingest")
+    elif code == 0:
+        if not _ingested_whole(db, "ingest"):
+            out.problems.append("the ingest that answered left no whole workspace")
+    elif code == -getattr(signal, sig) and not stderr.strip():  # before Python ran traceql's first line
+        out.result = "killed_at_start"
+        if sha256(db) != before:
+            out.problems.append("workspace changed by an ingest killed at its start")
+    else:
+        out.problems.append(f"exit {code}: {stderr[-300:]!r}")
+    left = _leftovers(folder, ("ws.duckdb",))
+    if left:
+        out.problems.append(f"files left behind: {left}")
+
+
+def _hostile_escape(rng, folder, ctx, out) -> None:
+    text = "".join(rng.choice(CONTROLS + ("a", "é", "日", " ", "|")) for _ in range(rng.randrange(2, 12)))
+    db = folder / "ws.duckdb"
+    fmt = rng.choice(("table", "markdown", "info"))
+    out.what = f"{text!r} in {fmt}"
+    if fmt == "info":
+        code, stdout, stderr = _hostile_run(out, db, ["ingest", str(ctx.base_src), "--host", "h" + text], 120, folder)
+        if code == 0:
+            code, stdout, stderr = _hostile_run(out, db, ["info"], 120, folder)
+    else:
+        shutil.copyfile(ctx.base_db, db)
+        clean = text.replace("\x00", "")
+        code, stdout, stderr = _hostile_run(out, db, ["sql", 'SELECT $v AS "' + clean.replace('"', '""') + '"',
+                                                      "--param", "v=" + clean, "--format", fmt], 120, folder,
+                                            {"COLUMNS": "200"})
+    raw = sorted({c for c in stdout + stderr if c in "\x1b\x07\r\x9b\u202e\x00\x7f"})
+    if raw:
+        out.problems.append(f"raw control characters printed: {raw!r}")
+    if fmt == "markdown" and code == 0:
+        rows = stdout.splitlines()
+        if len(rows) != 3:
+            out.problems.append(f"a markdown table of one row in {len(rows)} lines")
+
+
+def run_hostile_variant(index: int, seed: int, ctx: HostileContext) -> Outcome:
+    kind = HOSTILE[index % len(HOSTILE)]
+    rng = random.Random(f"hostile:{seed}:{index}")
+    folder = ctx.work / f"h{index:04d}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    out = Outcome(index, "self-made", f"hostile:{kind}", "")
+    started = time.perf_counter()
+    try:
+        {"macro": _hostile_macro, "output": _hostile_output, "view": _hostile_view, "bomb": _hostile_bomb,
+         "nesting": _hostile_nesting, "numeric": _hostile_numeric, "signal": _hostile_signal,
+         "escape": _hostile_escape}[kind](rng, folder, ctx, out)
+    except Exception as exc:  # noqa: BLE001 - a harness failure is a failure too
+        out.problems.append(f"harness: {type(exc).__name__}: {exc}")
+    out.seconds = time.perf_counter() - started
+    if out.problems:
+        out.result = "FAIL"
+    shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def run_hostile(n: int = 160, seed: int = 1, jobs: int = 2, work: Path | None = None, verbose: bool = False,
+                only: set[int] | None = None, log=print) -> list[Outcome]:
+    """N variants of the hostile family, variant i of HOSTILE[i % 8]; each kind's CPU measured apart."""
+    own = work is None
+    work = Path(tempfile.mkdtemp(prefix="traceql-fuzz-")) if own else Path(work)
+    try:
+        ctx = hostile_context(work)
+        todo = [i for i in range(n) if only is None or i in only]
+        outcomes = []
+        for kind in HOSTILE:
+            mine = [i for i in todo if HOSTILE[i % len(HOSTILE)] == kind]
+            with cpu_of(f"hostile:{kind}"):
+                one = lambda i: run_hostile_variant(i, seed, ctx)  # noqa: E731
+                results = concurrent.futures.ThreadPoolExecutor(jobs).map(one, mine) if jobs > 1 else map(one, mine)
+                outcomes += _collect(results, verbose, log)
+        return outcomes
+    finally:
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+OUTCOME_LOG: list[Path] = []  # --log FILE: every outcome appended as it comes (a long run stopped keeps them)
+
+
+def _log_outcome(o: Outcome) -> None:
+    """Append O to the --log files, with this process's CPU seconds so far (a family's CPU from the log alone)."""
+    for path in OUTCOME_LOG:
+        with open(path, "a") as fh:
+            fh.write(json.dumps({**asdict(o), "cpu": round(cpu_seconds(), 2)}) + "\n")
+
+
 def _collect(results, verbose: bool, log) -> list[Outcome]:
     """The outcomes as they come, each failing one (every one with VERBOSE) logged."""
     outcomes = []
     for o in results:
         outcomes.append(o)
+        _log_outcome(o)
         if verbose or not o.ok:
             log(f"{o.index:4d} {o.result:24s} {o.seconds:6.2f}s {o.mutator:20s} {o.what[:150]!r}"
                 + (f"\n     -> {o.message}" if o.message and verbose else "")
@@ -1658,7 +2030,9 @@ def summary(outcomes: list[Outcome], seconds: float) -> dict:
         "failures": by.get("FAIL", 0),
         "seconds": round(seconds, 1),
         "per_family": {f: dict(c) for f, c in per_family.items()},
-        "cpu_seconds": {f: round(FAMILY_CPU[f], 1) for f in per_family if f in FAMILY_CPU},
+        "cpu_seconds": {**{f: round(v, 1) for f, v in FAMILY_CPU.items()},
+                        **({"hostile": round(sum(v for f, v in FAMILY_CPU.items() if f.startswith("hostile:")), 1)}
+                           if "hostile" in per_family else {})},
         "per_mutator": {m: dict(c) for m, c in sorted(per_mutator.items())},
     }
 
@@ -1667,7 +2041,8 @@ FAMILY_TITLES = {"ingest": "damaged exports ingested", "sql": "SQL surface (`tra
                  "fault": "workspace faults", "memory": "memory events (damaged exports, then report --by memory)",
                  "amd": "AMD sources (damaged rocpd, rocprofv1, rpd databases)",
                  "derived": "derived families built on first query (damaged workspaces)",
-                 "mcp": "MCP server tools (in-process)", "gate": "diff --gate"}
+                 "mcp": "MCP server tools (in-process)", "gate": "diff --gate",
+                 "hostile": "hostile input (issue 37: macros, -o, views, bombs, nesting, extremes, signals, escapes)"}
 
 
 def markdown(s: dict, args) -> str:
@@ -1675,6 +2050,7 @@ def markdown(s: dict, args) -> str:
         "# Fuzz run",
         "",
         f"`python -m tests.fuzz --variants {args.variants} --sql {args.sql} --faults {args.faults} --wave {args.wave} "
+        f"--hostile {args.hostile} "
         f"--seed {args.seed} "
         f"--mode {args.mode} --jobs {args.jobs}` (what `make fuzz` runs), traceql at the commit that added this "
         "file's last change.",
@@ -1693,11 +2069,36 @@ def markdown(s: dict, args) -> str:
     for fam in s["per_family"]:
         rows = {m: c for m, c in s["per_mutator"].items() if (m.split(":")[0] if ":" in m else "ingest") == fam}
         classes = sorted({k for c in rows.values() for k in c}, key=lambda k: (k == "FAIL", k))
+        cpu = {m: s["cpu_seconds"][m] for m in rows if m in s.get("cpu_seconds", {})}  # measured per mutator
         lines += ["", f"## {FAMILY_TITLES.get(fam, fam)}", "",
-                  "| mutator | " + " | ".join(classes) + " |", "|---|" + "---|" * len(classes)]
+                  "| mutator | " + " | ".join(classes) + " |" + (" CPU s |" if cpu else ""),
+                  "|---|" + "---|" * (len(classes) + bool(cpu))]
         for m, c in rows.items():
-            lines.append(f"| {m} | " + " | ".join(str(c.get(k, 0)) for k in classes) + " |")
+            lines.append(f"| {m} | " + " | ".join(str(c.get(k, 0)) for k in classes) + " |"
+                         + (f" {cpu.get(m, '')} |" if cpu else ""))
     return "\n".join(lines) + "\n"
+
+
+def from_logs(paths: list[Path]) -> tuple[list[Outcome], dict[str, float]]:
+    """The outcomes of --log files (one process each, its families run one after another), and
+    the CPU seconds of each family or wave/hostile kind: the process's CPU at its last outcome
+    minus that at the last outcome of the kind before (the first kind includes the set-up)."""
+    outcomes, cpu = [], {}
+    for path in paths:
+        last, previous = {}, 0.0
+        for line in Path(path).read_text().splitlines():
+            row = json.loads(line)
+            spent = row.pop("cpu")
+            o = Outcome(**row)
+            outcomes.append(o)
+            kind = o.mutator if family(o) == "hostile" else family(o)
+            last[kind] = spent
+        for kind, spent in last.items():  # in the order the kinds ran
+            cpu[kind] = round(spent - previous, 1)
+            previous = spent
+    if any(k.startswith("hostile:") for k in cpu):
+        cpu["hostile"] = round(sum(v for k, v in cpu.items() if k.startswith("hostile:")), 1)
+    return outcomes, cpu
 
 
 def main(argv=None) -> int:
@@ -1707,6 +2108,8 @@ def main(argv=None) -> int:
     ap.add_argument("--faults", type=int, default=100, help="workspace-fault variants")
     ap.add_argument("--wave", type=int, default=150,
                     help="variants of the memory, AMD, derived-family, MCP and diff --gate families")
+    ap.add_argument("--hostile", type=int, default=160,
+                    help="variants of the hostile family (issue 37's findings: macros, -o, views, bombs, ...)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-j", "--jobs", type=int, default=2, help="variants run at once (cli mode)")
     ap.add_argument("--mode", choices=("cli", "api"), default="cli",
@@ -1718,7 +2121,21 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="comma-separated variant numbers to run (reproduce one)")
     ap.add_argument("--markdown", type=Path, default=None, help="write the summary as a Markdown table here")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per variant")
+    ap.add_argument("--log", type=Path, default=None, help="append every outcome to this JSON-lines file as it comes")
+    ap.add_argument("--summarize", type=Path, nargs="+", default=None,
+                    help="no run: the summary (and --markdown) of these --log files, e.g. families run apart")
     args = ap.parse_args(argv)
+    if args.summarize:
+        outcomes, cpu = from_logs(args.summarize)
+        FAMILY_CPU.update(cpu)
+        s = summary(outcomes, 0.0)
+        s["cpu_seconds"].update(cpu)
+        print(f"variants {s['variants']}: failures {s['failures']}")
+        if args.markdown:
+            args.markdown.write_text(markdown(s, args))
+        return 1 if s["failures"] else 0
+    if args.log:
+        OUTCOME_LOG.append(args.log)
     started = time.perf_counter()
     only = {int(i) for i in args.only.split(",")} if args.only else None
     outcomes = []
@@ -1734,6 +2151,8 @@ def main(argv=None) -> int:
             outcomes += run_faults(args.faults, args.seed, args.jobs, verbose=args.verbose)
     if args.wave:
         outcomes += run_wave(args.wave, args.seed, args.jobs, verbose=args.verbose, only=only)
+    if args.hostile:
+        outcomes += run_hostile(args.hostile, args.seed, args.jobs, verbose=args.verbose, only=only)
     s = summary(outcomes, time.perf_counter() - started)
     print(f"variants {s['variants']}: failures {s['failures']}; {s['seconds']} s ({args.mode} mode, seed {args.seed})")
     for fam, counts in s["per_family"].items():

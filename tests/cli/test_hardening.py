@@ -16,7 +16,9 @@ from fixtures.gen_nsys import generate
 from traceql.store import guard
 from traceql.core.errors import WorkspaceError
 
-from .test_bad_input import cli, one_line
+from ..cli_server import CliServer
+from .test_bad_input import cli as process_cli
+from .test_bad_input import one_line
 from ..util import REPO, nsys_stub, sha256
 
 
@@ -31,6 +33,24 @@ def eager():
         os.environ.pop("TRACEQL_DERIVE", None)
     else:
         os.environ["TRACEQL_DERIVE"] = old
+
+
+_SERVER: list[CliServer] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def server(eager):
+    """One process that imports traceql once and forks each command of this module (tests/cli_server.py):
+    the hundred-odd commands below cost their own work, not Python's start-up each."""
+    with CliServer() as s:
+        _SERVER.append(s)
+        yield s
+        _SERVER.remove(s)
+
+
+def cli(*args, env=None, timeout=120):
+    """`python -m traceql ARGS` as a user runs it (a fresh process forked from the warm server)."""
+    return _SERVER[-1].run(*args, env=env, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -95,23 +115,93 @@ def macro_message(db: Path, name: str, table: bool = False) -> str:
             f"'DROP MACRO {'TABLE ' if table else ''}\"{name}\"'")
 
 
-@pytest.mark.parametrize("name", CALLED)
+TABLE_FUNCTIONS = ("duckdb_tables", "duckdb_columns", "duckdb_views", "duckdb_functions", "range", "unnest",
+                   "generate_series", "read_text", "duckdb_schemas", "duckdb_extensions")
+
+
+def _shadow(db: Path, names) -> None:
+    """A macro of each of NAMES (a table macro for the table functions) stored in DB directly."""
+    store(db, *(f'CREATE MACRO "{name}"(a := 0, b := 0, c := 0, d := 0, e := 0) AS '
+                f"{'TABLE SELECT 1 AS x' if name in TABLE_FUNCTIONS else repr('/etc/hostname')}" for name in names))
+
+
+@pytest.mark.parametrize("name", ["regexp_replace", "lower", "count_star", "duckdb_tables", "sum", "row_number",
+                                  "list_contains", "current_database"])
 def test_macro_shadowing_builtin_refused(built, tmp_path, name):
-    """A stored macro named like each built-in traceql calls: ingest, upgrade, rm and opening
-    the workspace refuse it before running any of traceql's SQL; the workspace is unchanged."""
+    """A stored macro named like a built-in traceql calls, alone: ingest and opening the workspace
+    refuse it before running any of traceql's SQL; the workspace is unchanged. (Every name
+    traceql calls: test_every_builtin_macro_refused, all at once.)"""
+    assert name in CALLED
     db = tmp_path / "w.duckdb"
     shutil.copy(built[0], db)
-    table = name in ("duckdb_tables", "duckdb_columns", "duckdb_views", "duckdb_functions", "range", "unnest",
-                     "generate_series", "read_text", "duckdb_schemas", "duckdb_extensions")
-    body = "TABLE SELECT 1 AS x" if table else "'/etc/hostname'"
-    store(db, f'CREATE MACRO "{name}"(a := 0, b := 0, c := 0, d := 0, e := 0) AS {body}')
+    _shadow(db, [name])
     before = sha256(db)
-    want = macro_message(db, name, table)
+    want = macro_message(db, name, name in TABLE_FUNCTIONS)
     for call in (lambda: traceql.ingest([built[1]], db=db), lambda: traceql.open(db)):  # (rm, upgrade: below)
         with pytest.raises(WorkspaceError) as err:
             call()
         assert str(err.value) == want
     assert sha256(db) == before
+
+
+def test_every_builtin_macro_refused(built, tmp_path):
+    """A macro named like each of the ~130 built-ins traceql's SQL and Python call, all stored in
+    one workspace (every one of them shadowed while traceql checks): ingest, opening it, upgrade
+    and rm refuse it with one message naming each macro and the DROP that removes it, the
+    workspace unchanged; running that DROP script (sql --write) makes the workspace usable."""
+    db = tmp_path / "w.duckdb"
+    shutil.copy(built[0], db)
+    _shadow(db, CALLED)
+    before = sha256(db)
+    quoted = [f'"{name}"' for name in sorted(CALLED)]
+    fixes = "; ".join(f"DROP MACRO {'TABLE ' if name in TABLE_FUNCTIONS else ''}\"{name}\"" for name in sorted(CALLED))
+    want = (f"{db}: holds macros {', '.join(quoted)} with the name of a DuckDB built-in function (run in place of "
+            f"the built-in inside traceql's own SQL); refused. Remove them with: traceql --db {db} sql --write "
+            f"'{fixes}'")
+    for call in (lambda: traceql.ingest([built[1]], db=db), lambda: traceql.open(db)):
+        with pytest.raises(WorkspaceError) as err:
+            call()
+        assert str(err.value) == want
+    for args in (["upgrade"], ["rm", "1"], ["info"]):
+        proc = cli("--db", str(db), *args)
+        assert (proc.returncode, one_line(proc)) == (5, "traceql: error: " + want), args
+    assert sha256(db) == before
+    proc = cli("--db", str(db), "sql", "--write", fixes)
+    assert proc.returncode == 0, proc.stderr
+    with traceql.open(db) as w:
+        assert w.con.execute("SELECT count(*) FROM kernel").fetchone()[0] == 60
+
+
+def test_builtin_macros_removed_from_a_lazy_workspace(built, tmp_path):
+    """The fix the refusal gives also works where the derived families are not built yet
+    (TRACEQL_DERIVE=lazy): `sql --write` reads the catalog and the contract version with
+    system.main's built-ins and builds no family over the macros. Before, its catalog query ran
+    the stored duckdb_tables macro (exit 1, internal error). A script that leaves one macro is
+    refused whole; the full one works, and the next report builds the families."""
+    db = tmp_path / "lazy.duckdb"
+    proc = cli("--db", str(db), "ingest", str(built[1]), env={"TRACEQL_DERIVE": "lazy"})
+    assert proc.returncode == 0, proc.stderr
+    eager = tmp_path / "eager.csv"
+    assert cli("--db", str(built[0]), "report", "--by", "range", "--format", "csv", "-o", str(eager)).returncode == 0
+    names = ["count_star", "duckdb_columns", "duckdb_tables", "list", "max"]
+    _shadow(db, names)
+    before = sha256(db)
+    proc = cli("--db", str(db), "sql", "--write", 'DROP MACRO "list"', env={"TRACEQL_DERIVE": "lazy"})
+    left = [n for n in names if n != "list"]
+    assert (proc.returncode, one_line(proc)) == (5, f"traceql: error: {db}: holds macros "
+                                                 + ", ".join(f'"{n}"' for n in left)
+                                                 + " with the name of a DuckDB built-in function (run in place of "
+                                                 "the built-in inside traceql's own SQL); refused. Remove them with: "
+                                                 f"traceql --db {db} sql --write '"
+                                                 + "; ".join(f"DROP MACRO {'TABLE ' if n in TABLE_FUNCTIONS else ''}"
+                                                             f'"{n}"' for n in left) + "'")
+    assert sha256(db) == before
+    fix = "; ".join(f"DROP MACRO {'TABLE ' if n in TABLE_FUNCTIONS else ''}\"{n}\"" for n in names)
+    proc = cli("--db", str(db), "sql", "--write", fix, env={"TRACEQL_DERIVE": "lazy"})
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("--db", str(db), "report", "--by", "range", "--format", "csv", env={"TRACEQL_DERIVE": "lazy"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == eager.read_text()
 
 
 def test_macro_cli_ingest_upgrade_rm(ws, built, tmp_path):
@@ -231,6 +321,7 @@ def test_sql_write_all_or_nothing(ws):
     assert proc.returncode == 2
     assert re.fullmatch(r"traceql: error: SQL: Conversion Error: Could not convert string '.*' to INT32.*",
                         one_line(proc))
+    assert sha256(ws) == before
     with traceql.open(ws) as w:
         assert w.con.execute("SELECT count(*) FROM kernel").fetchone()[0] == kernels
         assert w.report("kernel").to_pylist() == report
@@ -431,7 +522,7 @@ def test_kineto_gzip_bomb(tmp_path):
             fh.write(block)
         fh.write(b"]}")
     started = time.process_time()
-    proc = cli("--db", str(tmp_path / "w.duckdb"), "ingest", str(path))
+    proc = process_cli("--db", str(tmp_path / "w.duckdb"), "ingest", str(path))  # its own process: RUSAGE_CHILDREN
     assert proc.returncode == 3
     assert re.fullmatch(rf"traceql: error: {re.escape(str(path))}: gzip data expanding more than 250 times "
                         r"\([\d,]+ bytes from [\d,]+\): not a profiler trace \(a gzip bomb\?\)", one_line(proc))
@@ -454,12 +545,12 @@ def test_kineto_whitespace_unbounded_refused(tmp_path):
 
 # ---------------------------------------------------------- 8, 11. crashes, quiet wrong answers
 
-def _kineto_mm(path: Path, dims, device=0, extra_keys: str = "") -> Path:
-    """One aten::mm with its launch and kernel (Kineto), of input DIMS and kernel device DEVICE."""
+def _kineto_mm(path: Path, dims, device=0, extra_keys: str = "", op: str = "aten::mm") -> Path:
+    """One aten::mm (or OP) with its launch and kernel (Kineto), of input DIMS and kernel device DEVICE."""
     import json
 
     events = [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100, "dur": 50,
+        {"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": 100, "dur": 50,
          "args": {"External id": 1, "Input Dims": dims, "Input type": ["float", "float"]}},
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 10,
          "args": {"External id": 1, "correlation": 7}},
@@ -469,13 +560,16 @@ def _kineto_mm(path: Path, dims, device=0, extra_keys: str = "") -> Path:
     return path
 
 
-@pytest.mark.parametrize("dims", [[[2**31, 2**31], [2**31, 2**31]], [[10**30, 3], [3, 3]], [[-3, 4], [4, 5]],
-                                  [["a", 3], [3, 3]], [[None, 3], [3, 3]]], ids=str)
-def test_sizes_out_of_range_are_null(tmp_path, dims):
+@pytest.mark.parametrize("op, dims", [
+    ("aten::mm", [[2**31, 2**31], [2**31, 2**31]]), ("aten::mm", [[10**30, 3], [3, 3]]),
+    ("aten::mm", [[-3, 4], [4, 5]]), ("aten::mm", [["a", 3], [3, 3]]), ("aten::mm", [[None, 3], [3, 3]]),
+    ("aten::bmm", [[2**31, 2**31, 2**31], [2**31, 2**31, 2**31]]),
+], ids=lambda v: str(v)[:40])
+def test_sizes_out_of_range_are_null(tmp_path, op, dims):
     """Input Dims that overflow a count, are negative or are not numbers: the ingest succeeds,
     the op's FLOPs and bytes are NULL (never negative), and ingest_stats says so; 64x64 is costed."""
     db = tmp_path / "w.duckdb"
-    traceql.ingest([_kineto_mm(tmp_path / "mm.json", dims)], db=db)
+    traceql.ingest([_kineto_mm(tmp_path / "mm.json", dims, op=op)], db=db)
     with traceql.open(db) as w:
         assert w.con.execute("SELECT flops, bytes FROM kernel_op").fetchall() == [(None, None)]
         warned = w.con.execute("SELECT value, severity FROM ingest_stats WHERE key = 'flops.sizes_out_of_range'")
@@ -485,6 +579,55 @@ def test_sizes_out_of_range_are_null(tmp_path, dims):
     traceql.ingest([_kineto_mm(tmp_path / "ok.json", [[64, 64], [64, 64]])], db=good)
     with traceql.open(good) as w:
         assert w.con.execute("SELECT flops, bytes FROM kernel_op").fetchall() == [(2 * 64**3, 4 * 3 * 64 * 64)]
+
+
+PYPROF = "dlprof-pytorch-emit-nvtx-nsys2022.1/nsys_profile.sqlite"
+BAD_SHAPES = {"(32, 400)": "('a', 3)", "(32, 120)": "(None, 3)", "(32, 84)": "(1e400, 3)", "(32, 3, 32, 32)": "([1], 3)"}
+
+
+def test_pyprof_marker_shapes_that_are_no_counts(tmp_path):
+    """PyProf argument markers (a real DLProf nsys export) whose first shape of linear and conv2d
+    is ('a', 3), (None, 3), (1e400, 3) or ([1], 3): the ingest succeeds (it crashed with exit 1),
+    the kernels under those markers have NULL FLOPs and bytes, every other kernel the FLOPs of the
+    unchanged export, and flops.sizes_out_of_range counts the 4 markers."""
+    import sqlite3
+
+    from ..util import trace_file
+
+    src = trace_file(PYPROF)
+    bad = tmp_path / "bad.sqlite"
+    shutil.copyfile(src, bad)
+    con = sqlite3.connect(bad)
+    changed = 0
+    for old, new in BAD_SHAPES.items():
+        changed += con.execute("UPDATE NVTX_EVENTS SET text = replace(text, ?, ?) WHERE text LIKE ? OR text LIKE ?",
+                               [f"'shape': {old}", f"'shape': {new}", "{'mod': 'torch.nn.functional', 'op': 'linear'%",
+                                "{'mod': 'torch.nn.functional', 'op': 'conv2d'%"]).rowcount
+    con.commit()
+    con.close()
+    assert changed >= 4
+    dbs = {}
+    for name, path in (("good", src), ("bad", bad)):
+        dbs[name] = tmp_path / f"{name}.duckdb"
+        proc = cli("--db", str(dbs[name]), "ingest", str(path))
+        assert proc.returncode == 0, proc.stderr
+    q = ("SELECT k.kernel_id, k.flops, k.bytes, r.name FROM kernel_op k LEFT JOIN nvtx_range r "
+         "ON r.trace_id = k.trace_id AND r.range_id = k.marker_range_id ORDER BY k.kernel_id")
+    with traceql.open(dbs["good"]) as g, traceql.open(dbs["bad"]) as b:
+        good = {r[0]: r[1:3] for r in g.con.execute(q).fetchall()}
+        rows = b.con.execute(q).fetchall()
+        assert b.con.execute("SELECT value, severity FROM ingest_stats WHERE key = 'flops.sizes_out_of_range'"
+                             ).fetchall() == [(4, "warning")]
+    damaged = {new: 0 for new in BAD_SHAPES.values()}
+    for kernel_id, flops, nbytes, marker in rows:
+        hit = [new for new in BAD_SHAPES.values() if marker and f"'shape': {new}" in marker]
+        if hit:
+            damaged[hit[0]] += 1
+            assert (flops, nbytes) == (None, None), marker
+        else:
+            assert (flops, nbytes) == good[kernel_id], marker
+    assert all(damaged.values()), damaged  # every bad shape reached a kernel
+    assert len(rows) == len(good)
 
 
 def test_kineto_device_beyond_32_bits(tmp_path):
@@ -542,6 +685,12 @@ def test_sql_and_params_edges(ws):
     assert proc.returncode == 2
     assert one_line(proc) == ("traceql: error: --where: nested too deeply to check (parentheses more than about 50 "
                               "levels deep)")
+    for sql, args in ((f"SELECT $v AS v, {'(' * 60}1{')' * 60} AS x", ["--param", "v=2"]),
+                      (f"SELECT {'(' * 1000}nosuchcol{')' * 1000} AS x FROM kernel", [])):
+        proc = cli("--db", str(ws), "sql", sql, *args)
+        assert proc.returncode == 2
+        assert one_line(proc) == ("traceql: error: SQL: nested too deeply to check (parentheses, subqueries or CASE "
+                                  "more than about 50 levels deep)")
     proc = cli("--db", str(ws), "sql", "SELECT $n AS n", "--param", "n=" + "9" * 5000)
     assert proc.returncode == 2
     assert one_line(proc) == ("traceql: error: --param n: a whole number of 5,000 digits; at most 38 (DuckDB's "

@@ -224,3 +224,53 @@ def test_overflow_in_traceqls_own_sql_is_a_data_error(tmp_path):
     user = subprocess.run(cli + ["sql", "SELECT ts + dur FROM kernel"], **run)
     assert (user.returncode, user.stderr) == (
         2, f"traceql: error: SQL: Out of Range Error: Overflow in addition of INT64 ({M - 100} + 150)!\n")
+
+
+def _workspace_sum_beyond(src: Path, traces: int, total: int) -> str:
+    return (f"traceql: error: {src}: with it the durations of the workspace's {traces} traces add up to {total} ns "
+            "(abs(dur), every table), beyond traceql's limit of 2**62 ns (4611686018427387904) for one workspace "
+            "(headroom for 64-bit sums across traces, see docs/errors.md); ingest it into another workspace\n")
+
+
+def test_sums_across_traces_are_exact_or_refused(tmp_path):
+    """Durations summed across the traces of a workspace: exact up to 2**62 - 1 (report --by kernel
+    and --by gpu over two traces), and a file that would take the workspace's sum to 2**62 is
+    refused at ingest, exit 3, the workspace byte for byte as before. Before, each trace passed its
+    own limit and the cross-trace total_ns was printed blank (TRY_CAST to BIGINT: NULL)."""
+    from ..util import sha256
+
+    a = _nsys(tmp_path / "a.sqlite", [(0, 2 ** 61)])
+    b = _nsys(tmp_path / "b.sqlite", [(10, 10 + 2 ** 61 - 1)])
+    c = _nsys(tmp_path / "c.sqlite", [(5, 6)])
+    db = tmp_path / "ws.duckdb"
+    for src in (a, b):
+        proc = _ingest(db, src)
+        assert proc.returncode == 0, proc.stderr
+    with traceql.open(db) as ws:
+        assert [(r["calls"], r["total_ns"]) for r in ws.report("kernel").to_pylist()] == [(2, L - 1)]
+        assert [(r["calls"], r["total_ns"]) for r in ws.report("gpu").to_pylist()] == [(2, L - 1)]
+    before = sha256(db)
+    proc = _ingest(db, c)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (3, _workspace_sum_beyond(c, 3, L), "")
+    assert sha256(db) == before
+    # three files in one command, each within its own limit (the issue's case): the second is named
+    many = tmp_path / "many.duckdb"
+    big = [_nsys(tmp_path / f"big{i}.sqlite", [(0, L - 1000)]) for i in range(3)]
+    proc = subprocess.run([sys.executable, "-m", "traceql", "--db", str(many), "ingest", "-j", "1", *map(str, big)],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (3, _workspace_sum_beyond(big[1], 2, 2 * (L - 1000)), "")
+    assert not many.exists()
+
+
+def test_spans_across_traces_fit_64_bits_or_are_refused(tmp_path):
+    """report --by device sums the traces' spans: a trace spanning 2**63 - 2 ns (the widest one
+    within the limit) and a second trace of any span would pass 2**63; the second is refused."""
+    wide = _nsys(tmp_path / "wide.sqlite", NSYS_EXACT["widest"])
+    small = _nsys(tmp_path / "small.sqlite", [(100, 103)])
+    db = tmp_path / "ws.duckdb"
+    assert _ingest(db, wide).returncode == 0
+    proc = _ingest(db, small)
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert proc.stderr == (f"traceql: error: {small}: with it the spans of the workspace's 2 traces add up to "
+                           f"{M - 2 + 3} ns (trace.duration), beyond 2**63-1, the largest 64-bit sum (see "
+                           "docs/errors.md); ingest it into another workspace\n")

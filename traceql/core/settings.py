@@ -28,7 +28,8 @@ NVTX_DEPTH_CAP = 64
 # (a span end - start, a midpoint, the sum of two times, a report's sum of durations). Ingest
 # refuses a file (exit 3, traceql.store.load.check_time_limits) in which any ts, ts + dur, or UTC
 # time (the session start + ts) lies outside (-TIME_LIMIT_NS, TIME_LIMIT_NS), or whose
-# durations, as absolute values, add up to TIME_LIMIT_NS or more. 2**62 ns is about 146 years:
+# durations, as absolute values, add up to TIME_LIMIT_NS or more; and a file with which the
+# durations of the workspace's traces add up to it (check_workspace_limits). 2**62 ns is about 146 years:
 # epoch timestamps reach it in the year 2116. docs/errors.md states the rule.
 TIME_LIMIT_NS = 2 ** 62
 

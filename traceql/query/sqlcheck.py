@@ -85,12 +85,13 @@ class Catalog:
     def of(cls, con: duckdb.DuckDBPyConnection) -> "Catalog":
         rels: dict[str, Relation] = {}
         for table, column, kind in con.execute(
-                "SELECT table_name, column_name, data_type FROM duckdb_columns() "
-                "WHERE database_name = current_database() AND schema_name = 'main' "
+                "SELECT table_name, column_name, data_type FROM system.main.duckdb_columns() "  # (see guard)
+                "WHERE database_name = system.main.current_database() AND schema_name = 'main' "
                 "ORDER BY table_name, column_index").fetchall():
             rels.setdefault(table.lower(), Relation(table, [])).columns.append((column, kind))
         others = {r[0] for r in con.execute(
-            "SELECT view_name FROM duckdb_views() UNION SELECT table_name FROM duckdb_tables()").fetchall()}
+            "SELECT view_name FROM system.main.duckdb_views() UNION "
+            "SELECT table_name FROM system.main.duckdb_tables()").fetchall()}
         return cls(rels, others)
 
     @classmethod

@@ -42,7 +42,8 @@ CHANGES = {
        "'rocprof' (rocprof v1 results.db) and 'rpd' (rocmProfileData, .rpd or .rpd.gz, HIP graph 'Task' ops as kernels, roctx ranges as nvtx_range) and 'rocprofv3_json' (rocprofv3 JSON); "
        "sync_event rows for synchronizing HIP calls on AMD traces, which analyze's sync_calls counts; trace.gpu_api ('CUDA'/'HIP'; HIP traces, ROCm PyTorch ones included, name copies '[HIP memcpy <kind>]'); "
        "hostile input: Kineto device ids beyond 32 bits and op sizes that are not counts (or FLOPs past 2**63-1) "
-       "are NULL with a warning; times beyond +-2**62 ns (or durations adding up to 2**62 ns) are refused at ingest; "
+       "are NULL with a warning; times beyond +-2**62 ns (or durations adding up to 2**62 ns in a trace or a "
+       "workspace, or traces' spans adding up past 2**63-1) are refused at ingest; "
        "memory_event (allocations and frees with levels, ranges and Python stacks, Kineto profile_memory and nsys "
        "--cuda-memory-usage), the analyze rules memory_leak, allocator_churn and memory_peak, and GPU memory "
        "counter tracks in the Perfetto export; "
@@ -60,13 +61,16 @@ DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
 
 
 def read_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The contract version of the workspace open on con (1 when it records none)."""
-    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-                        "AND table_name = ?", [TABLE]).fetchone()[0]
+    """The contract version of the workspace open on con (1 when it records none). Read with
+    built-ins qualified by system.main and no aggregate: `sql --write` reads it before it has
+    checked the workspace's macros (traceql.store.guard), so a stored macro cannot answer."""
+    found = con.execute("SELECT 1 FROM system.main.duckdb_tables() WHERE database_name = "
+                        "system.main.current_database() AND table_name = ? LIMIT 1", [TABLE]).fetchone()
     if not found:
         return 1
-    row = con.execute(f"SELECT max(contract_version) FROM {TABLE}").fetchone()
-    return int(row[0]) if row and row[0] is not None else 1
+    row = con.execute(f"SELECT contract_version FROM {TABLE} WHERE contract_version IS NOT NULL "
+                      "ORDER BY contract_version DESC LIMIT 1").fetchone()
+    return int(row[0]) if row else 1
 
 
 def write_version(con: duckdb.DuckDBPyConnection) -> None:

@@ -16,7 +16,7 @@ from traceql.core.progress import as_progress
 from traceql.core.settings import memory_limit
 from traceql.sources import nsys_export
 from traceql.sources.detect import detect
-from traceql.store.load import IngestResult, create_contract, errors_of, ingest_one
+from traceql.store.load import IngestResult, check_workspace_limits, create_contract, errors_of, ingest_one
 from traceql.store.lock import real_path, workspace_lock
 from traceql.store.remove import purge_orphans
 from traceql.store.transaction import check_writable, writing_copy
@@ -100,6 +100,7 @@ def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult
             for det in detected[len(results):]:
                 with errors_of(det.path):
                     results.append(ingest_one(con, det, progress, user))
+            check_workspace_limits(con, [r.trace_id for r in results])  # sums across traces fit 64 bits
             for det in detected:
                 if given[det.path.resolve()] > 1:
                     next(r for r in results if r.detected.path == det.path).warnings.append(

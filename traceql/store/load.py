@@ -533,6 +533,35 @@ def check_time_limits(con, trace_id: int, path: Path, span: Span) -> None:
                          "docs/errors.md)")
 
 
+
+def check_workspace_limits(con, trace_ids) -> None:
+    """Refuse the ingest (InputError, exit 3) when, with its traces TRACE_IDS, the durations of
+    the workspace's traces (abs(dur), every table) add up to TIME_LIMIT_NS or more, or their
+    spans (trace.duration) to 2**63 or more: a report's sum across traces is then exact in a
+    BIGINT, never a blank cell. The file named is the first of TRACE_IDS (in trace id order,
+    after the traces already there) with which the sum reaches the limit."""
+    new = set(trace_ids)
+    con.execute(read_schema("derive/time_limits.sql"))
+    rows = sorted(con.execute("SELECT trace_id, path, dur_sum, span FROM derived_workspace_limits").fetchall(),
+                  key=lambda r: (r[0] in new, r[0]))
+    first_new = next((i for i, r in enumerate(rows) if r[0] in new), None)
+    if first_new is None:
+        return
+    durations = spans = 0
+    for i, (_, path, dur_sum, span) in enumerate(rows):
+        durations, spans = durations + dur_sum, spans + span
+        named = rows[max(i, first_new)][1]
+        if durations >= TIME_LIMIT_NS:
+            raise InputError(f"{named}: with it the durations of the workspace's {i + 1} traces add up to "
+                             f"{durations} ns (abs(dur), every table), beyond traceql's limit of 2**62 ns "
+                             f"({TIME_LIMIT_NS}) for one workspace (headroom for 64-bit sums across traces, see "
+                             "docs/errors.md); ingest it into another workspace")
+        if spans >= 2 ** 63:
+            raise InputError(f"{named}: with it the spans of the workspace's {i + 1} traces add up to {spans} ns "
+                             "(trace.duration), beyond 2**63-1, the largest 64-bit sum (see docs/errors.md); "
+                             "ingest it into another workspace")
+
+
 def _add_trace_row(con, trace_id: int, det: Detected, path: Path, span: Span, sha256: str | None,
                    ident: ranks.Identity) -> None:
     from traceql.sources import ranks

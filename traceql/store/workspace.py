@@ -100,13 +100,16 @@ class WorkspaceFile:
             raise WorkspaceError(f"{self.path}: not a traceql workspace ({first})") from None
         # DuckDB prints its progress bar on stdout, into the result, for a query over 2 s
         self.con.execute("SET enable_progress_bar = false")
-        if not self.write:
-            try:
+        shadowed = False
+        try:
+            if not self.write:
                 guard.check_objects(self.con, self.path)
-            except BaseException:
-                self.con.close()
-                raise
-        tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+            else:  # checked when the statements end; until then traceql's SQL calls system.main's built-ins
+                shadowed = bool(guard.shadowing(self.con))
+        except BaseException:
+            self.con.close()
+            raise
+        tables = {r[0] for r in self.con.execute("SELECT table_name FROM system.main.duckdb_tables()").fetchall()}
         if "trace" not in tables:
             self.con.close()
             raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
@@ -114,7 +117,9 @@ class WorkspaceFile:
             contract.check(self.con, self.path)
             from traceql.derive import derivation
 
-            self._pending = derivation.pending(self.con)
+            # no family is built over macros that shadow built-ins: the next command builds them, once the
+            # statements (the DROP MACRO the refusal gives) have removed them
+            self._pending = {} if shadowed else derivation.pending(self.con)
         except BaseException:
             self.con.close()
             raise
