@@ -15,7 +15,7 @@ import traceql
 
 from ..intervals import gaps, length, union
 from ..util import source_rows as query
-from ..util import trace_file
+from ..util import ingested, trace_file
 
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
 NVFUSER = "nvfuser-8xh100-nsys2024.6/report1.sqlite"
@@ -192,9 +192,8 @@ def test_nvfuser_gaps_breakdown_and_low_utilization(nvfuser):
 
 @pytest.fixture(scope="module")
 def nccl(tmp_path_factory):
-    folder = trace_file(NCCL)
-    files = sorted(folder.glob("*.sqlite"))
-    ws = workspace(tmp_path_factory, *files)
+    files = sorted(trace_file(NCCL).glob("*.sqlite"))
+    ws = traceql.open(ingested(tmp_path_factory, *(f"{NCCL}/{p.name}" for p in files)))
     yield files, ws
     ws.close()
 

@@ -14,7 +14,7 @@ import pytest
 from fixtures.gen_nsys import generate
 
 from ..util import cli as traceql
-from ..util import trace_file
+from ..util import ingested
 
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
 
@@ -139,10 +139,8 @@ def test_errors_are_one_line_with_exit_code_2(db, args, message):
     assert proc.stdout == ""
 
 
-def test_summary_of_a_real_trace(tmp_path):
-    src = trace_file(CS336)
-    db = tmp_path / "ws.duckdb"
-    assert traceql("--db", str(db), "ingest", str(src)).returncode == 0
+def test_summary_of_a_real_trace(tmp_path_factory):
+    db = ingested(tmp_path_factory, CS336)
     out = run(db, "summary").splitlines()
     assert out[1] == "  span: 3.36 s from the first to the last event of any kind"
     assert out[2].startswith("  GPU 0 NVIDIA GeForce RTX 3070 Ti: busy 1.8 s = 53.53% of the span")

@@ -1,7 +1,8 @@
 """`traceql mcp` end to end with the mcp SDK's own client over stdio: the server is started as
-`python -m traceql --db WS mcp` and asked what the CLI answers on cs336-jsun (one ingest for the
-module). Figures are compared with the CLI's csv for the same question and with Python's sqlite3
-over the source export; the sql tool's refusals leave the workspace byte-identical."""
+`python -m traceql --db WS mcp` and asked what the CLI answers on cs336-jsun (ingested once for the
+suite: tests/util.py ingested). Figures are compared with the CLI's csv for the same question and
+with Python's sqlite3 over the source export; the sql tool's refusals leave the workspace
+byte-identical."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sys
 
 import pytest
 
-from ..util import REPO, cli, sha256, trace_file
+from ..util import REPO, cli, ingested, sha256, trace_file
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra (pip install 'traceql[mcp]') is not installed")
 import anyio  # noqa: E402 - with mcp
@@ -79,10 +80,7 @@ def source(sql: str):
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory):
-    src = trace_file(CS336)
-    db = tmp_path_factory.mktemp("mcp") / "ws.duckdb"
-    traceql("--db", str(db), "ingest", str(src))
-    return db
+    return ingested(tmp_path_factory, CS336)
 
 
 def test_tool_list_and_schemas(ws):

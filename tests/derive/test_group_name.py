@@ -17,7 +17,7 @@ import pytest
 import traceql
 from traceql.core.resources import read_schema
 
-from ..util import trace_file
+from ..util import ingested, trace_file
 
 NSYSAI = "nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite"
 DLPROF = "dlprof-pytorch-emit-nvtx-nsys2022.1/nsys_profile.sqlite"
@@ -231,9 +231,7 @@ def workspaces(tmp_path_factory):
     def get(rel: str):
         if rel not in cache:
             src = trace_file(rel)
-            db = tmp_path_factory.mktemp("group_name") / "ws.duckdb"
-            traceql.ingest([src], db=db)
-            with traceql.open(db) as ws:
+            with traceql.open(ingested(tmp_path_factory, rel)) as ws:
                 rows = ws.sql("SELECT name, group_name FROM nvtx_range ORDER BY range_id").to_pylist()
             cache[rel] = (src, [(r["name"], r["group_name"]) for r in rows])
         return cache[rel]
@@ -302,15 +300,14 @@ def test_nvprof_pytorch_groups(workspaces):
         == (52, 1, 28, 28, 28, 1)
 
 
-def test_range_report_groups_by_operator_on_nsysai(tmp_path):
+def test_range_report_groups_by_operator_on_nsysai(tmp_path_factory):
     """`report --by range` groups by grouping name by default: on nsysai-h100's 16,782 PyTorch
     ranges (16,582 distinct full names) one row per operator, 176 of them, where grouping by
     full name printed one row per instance; --group name keeps the full names, --group path
     nests grouping names."""
     src = trace_file(NSYSAI)
-    traceql.ingest([src], db=tmp_path / "ws.duckdb")
     names = sqlite_names(src)
-    with traceql.open(tmp_path / "ws.duckdb") as ws:
+    with traceql.open(ingested(tmp_path_factory, NSYSAI)) as ws:
         by_group = [r for r in ws.report("range").to_pylist() if r["name"] != "[unattributed]"]
         by_name = [r for r in ws.report("range", group_by="name").to_pylist() if r["name"] != "[unattributed]"]
         by_path = [r for r in ws.report("range", group_by="path").to_pylist() if r["name"] != "[unattributed]"]

@@ -19,14 +19,15 @@ import re
 import sqlite3
 from collections import defaultdict
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
 import traceql
 from fixtures.gen_kineto import BASE_NS, GEMM, RELU, generate
 
-from ..sources.test_kineto import REAL, TRACES, load, ns
-from ..util import NO_TRACES
+from ..sources.test_kineto import REAL, TRACES, load, ns, real_kineto, trace_ids
+from ..util import NO_TRACES, ingested
 
 COMM = re.compile(r"(?i)(nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce)")
 ELEMENT = {"Double": 8, "Long": 8, "Float": 4, "Int": 4, "Half": 2, "BFloat16": 2, "Short": 2, "Byte": 1,
@@ -40,10 +41,8 @@ def real(tmp_path_factory):
     paths = [TRACES / f / REAL[f] for f in KINETO]
     if not all(p.exists() for p in paths):
         pytest.skip(NO_TRACES)
-    db = tmp_path_factory.mktemp("op_comm") / "ws.duckdb"
-    results = traceql.ingest(paths, db=db)
-    with traceql.open(db) as w:
-        yield w, {r.path.parent.name: r.trace_id for r in results}
+    with traceql.open(real_kineto(tmp_path_factory)) as w:  # these and the other Kineto traces, apart by trace id
+        yield w, trace_ids(w)
 
 
 @lru_cache(maxsize=None)
@@ -166,7 +165,7 @@ def test_a_filter_leaves_the_no_op_rows_out(real):
     assert rows and not [r for r in rows if r["op"].startswith("[no op")]
 
 
-def test_nccl_set_communication_is_every_nccl_kernel_and_no_op_holds_it(tmp_path):
+def test_nccl_set_communication_is_every_nccl_kernel_and_no_op_holds_it(tmp_path_factory):
     """The NCCL set (nsys, one rank per file): its only kernel is NCCL's all-reduce, launched by
     no PyTorch op; launch.category says communication for exactly the SQLite's NCCL kernels, and
     the op report has no rows (a trace without PyTorch ops has none)."""
@@ -182,14 +181,13 @@ def test_nccl_set_communication_is_every_nccl_kernel_and_no_op_holds_it(tmp_path
                            "JOIN StringIds s ON s.id = k.demangledName").fetchall()
         con.close()
         want[f.name] = (sum(d for n, d in rows if COMM.search(n)), sum(1 for n, _ in rows if COMM.search(n)))
-    results = traceql.ingest(files, db=tmp_path / "ws.duckdb")
-    with traceql.open(tmp_path / "ws.duckdb") as w:
+    with traceql.open(ingested(tmp_path_factory, *(f"{NCCL_SET}/{f.name}" for f in files))) as w:
         got = {}
-        for r in results:
-            got[r.path.name] = tuple(w.sql(
+        for r in w.sql("SELECT trace_id, path FROM trace").to_pylist():
+            got[Path(r["path"]).name] = tuple(w.sql(
                 "SELECT coalesce(sum(k.dur), 0), count(*) FROM kernel k JOIN launch l USING (trace_id) "
                 "WHERE l.op_id = k.kernel_id AND l.category = 'communication' AND k.trace_id = $t",
-                {"t": r.trace_id}).to_pylist()[0].values())
+                {"t": r["trace_id"]}).to_pylist()[0].values())
         assert got == want and all(n == 1 for _, n in want.values())
         assert w.report("op").num_rows == 0
 

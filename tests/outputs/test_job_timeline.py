@@ -19,7 +19,7 @@ from traceql.outputs.job_timeline import ID_STRIDE
 
 from .. import rank_oracle
 from .test_timeline import check_structure, ns
-from ..util import REPO, nsys_stub, trace_file
+from ..util import REPO, ingested, nsys_stub, trace_file
 
 NCCL = "nccl-ring-2nodes-3gpus-nsys2024.5"
 SKEW = [0, 1_234_567, -654_321]
@@ -136,12 +136,11 @@ def test_window_on_the_job_axis(job):
     assert len(group_of(by_phase)) == 6
 
 
-def test_nccl_set_one_timeline_and_skew(tmp_path):
+def test_nccl_set_one_timeline_and_skew(tmp_path, tmp_path_factory):
     """All six ranks' events in one validated timeline; the skew of ault44 from the one
     all-reduce of each rank: median end on ault44 minus median end on ault43."""
     files = sorted(trace_file(NCCL).glob("*.sqlite"))
-    db = tmp_path / "ws.duckdb"
-    traceql.ingest(files, db=db)
+    db = ingested(tmp_path_factory, *(f"{NCCL}/{p.name}" for p in files))
     ends = {}
     for path in files:
         [(host,)] = rank_oracle.rows(path, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'")

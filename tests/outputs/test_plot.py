@@ -13,7 +13,7 @@ from traceql.outputs.cells import shorten, shorten_middle
 from traceql.outputs.plot import INSTALL_HINT, available, kernel_label
 
 from ..util import cli
-from ..util import trace_file
+from ..util import ingested, trace_file
 
 CS336 = "cs336-zx3xyy-a100-fwd-attn-nvtx-nsys2024.6/result_2_7B_nvtx.sqlite"
 DLPROF = "dlprof-pytorch-emit-nvtx-nsys2022.1/nsys_profile.sqlite"
@@ -175,13 +175,11 @@ def test_real_trace_range_plot(tmp_path):
     assert 1200 <= width <= 2500 and 500 <= height <= 1500
 
 
-def test_real_trace_op_plot(tmp_path):
+def test_real_trace_op_plot(tmp_path, tmp_path_factory):
     pytest.importorskip("matplotlib")
     if "op" not in available():
         pytest.skip("no op report in this version")
-    src = trace_file(DLPROF)
-    db = tmp_path / "ws.duckdb"
-    traceql.ingest([src], db=db)
+    db = ingested(tmp_path_factory, DLPROF)
     with traceql.open(db) as ws:
         ops = [r for r in ws.report("op").to_pylist() if r["calls"]]
         fig = ws.plot("op", tmp_path / "op.png", stat="mean")
@@ -232,15 +230,14 @@ def test_cli_log_option(workspace, tmp_path):
     assert png_size(out)[0] >= 800
 
 
-def test_seed_kfac_forward_backward_plot_shows_the_true_backward_time(tmp_path):
+def test_seed_kfac_forward_backward_plot_shows_the_true_backward_time(tmp_path, tmp_path_factory):
     """The K-FAC walkthrough's figure (ranges picked by keyword, CPU and GPU time side by side)
     on a PyTorch training trace whose backward kernels come from the autograd thread: the
     Backward bar is the 760.8 ms those kernels take (the attribution rule), not the 97 ms its
     own thread launched."""
     pytest.importorskip("matplotlib")
-    src = trace_file("cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite")
-    traceql.ingest([src], db=tmp_path / "ws.duckdb")
-    with traceql.open(tmp_path / "ws.duckdb") as ws:
+    db = ingested(tmp_path_factory, "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite")
+    with traceql.open(db) as ws:
         report = {r["name"]: r for r in ws.report("range", match=["Forward", "Backward"]).to_pylist()}
         fig = ws.plot("range", tmp_path / "fb.png", match=["Forward", "Backward"])
     ax = fig.axes[0]

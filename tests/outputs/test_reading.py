@@ -26,7 +26,7 @@ import pytest
 
 import traceql
 
-from ..util import REPO, TRACES, trace_file
+from ..util import REPO, TRACES, ingested, trace_file
 
 WIDTHS = (80, 100, 120)
 UNRELATED = ("nvfuser-8xh100-nsys2024.6/report1.sqlite",
@@ -80,10 +80,7 @@ def unrelated(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
-    files = sorted(trace_file(NCCL).glob("*.sqlite"))
-    db = tmp_path_factory.mktemp("job") / "ws.duckdb"
-    traceql.ingest(files, db=db)
-    return db
+    return ingested(tmp_path_factory, *(f"{NCCL}/{p.name}" for p in sorted(trace_file(NCCL).glob("*.sqlite"))))
 
 
 def utc_spans(db) -> dict[int, tuple[int, int]]:
@@ -350,16 +347,12 @@ CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
 
 @pytest.fixture(scope="module")
 def qwen(tmp_path_factory):
-    db = tmp_path_factory.mktemp("qwen") / "ws.duckdb"
-    traceql.ingest([trace_file(QWEN)], db=db)
-    return db
+    return ingested(tmp_path_factory, QWEN)
 
 
 @pytest.fixture(scope="module")
 def cs336(tmp_path_factory):
-    db = tmp_path_factory.mktemp("cs336") / "ws.duckdb"
-    traceql.ingest([trace_file(CS336)], db=db)
-    return db
+    return ingested(tmp_path_factory, CS336)
 
 
 def header_cells(lines: list[str]) -> list[tuple[int, int]]:

@@ -19,7 +19,7 @@ from traceql.core.errors import UsageError
 from traceql.outputs.timeline import parse_time
 
 from ..util import cli
-from ..util import trace_file
+from ..util import ingested
 
 SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
 U32 = 2**32 - 1
@@ -348,11 +348,9 @@ def test_parse_time():
             parse_time(bad, "--start")
 
 
-def test_real_trace(tmp_path):
+def test_real_trace(tmp_path, tmp_path_factory):
     """A real nsys export: every kernel and copy with its launch arrow, names from the trace."""
-    src = trace_file(SAXPY)
-    db = tmp_path / "ws.duckdb"
-    traceql.ingest([src], db=db)
+    db = ingested(tmp_path_factory, SAXPY)
     with traceql.open(db) as ws:
         result = ws.export_perfetto(tmp_path / "saxpy.json")
     by_phase = check_structure(json.loads((tmp_path / "saxpy.json").read_text()))

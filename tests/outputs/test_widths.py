@@ -27,7 +27,7 @@ from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS
 
 from ..util import cli as run_cli
 from ..project.test_fixtures_ingest import check_golden
-from ..util import nsys_stub, trace_file
+from ..util import ingested, nsys_stub, trace_file
 
 WIDTHS = (80, 120, 200)
 REPORTS = ("kernel", "api", "range", "launch")
@@ -56,10 +56,7 @@ def generated(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=list(REAL))
 def real(request, tmp_path_factory):
-    src = trace_file(REAL[request.param])
-    db = tmp_path_factory.mktemp(f"widths_{request.param}") / "ws.duckdb"
-    traceql.ingest([src], db=db)
-    return request.param, db
+    return request.param, ingested(tmp_path_factory, REAL[request.param])
 
 
 def check_shown(text: str, width: int, table: pa.Table, by: str) -> None:
@@ -140,9 +137,7 @@ def test_wide_and_pipes_print_names_whole(real):
 
 @pytest.fixture(scope="module")
 def lma(tmp_path_factory):
-    db = tmp_path_factory.mktemp("widths_lma_kernel_op") / "ws.duckdb"
-    traceql.ingest([trace_file(REAL["lma"])], db=db)
-    return db
+    return ingested(tmp_path_factory, REAL["lma"])
 
 
 def test_width_option_like_pyprofs_w(lma, tmp_path):

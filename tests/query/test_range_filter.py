@@ -14,7 +14,7 @@ import traceql
 from traceql.core.errors import UsageError
 
 from ..util import cli
-from ..util import trace_file
+from ..util import ingested, trace_file
 
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
 DLPROF = "dlprof-pytorch-emit-nvtx-nsys2022.1/nsys_profile.sqlite"
@@ -68,10 +68,7 @@ class Source:
 
 @pytest.fixture(scope="module")
 def cs336(tmp_path_factory):
-    path = trace_file(CS336)
-    db = tmp_path_factory.mktemp("range") / "ws.duckdb"
-    traceql.ingest([path], db=db)
-    return db, Source(path)
+    return ingested(tmp_path_factory, CS336), Source(trace_file(CS336))
 
 
 def test_kernel_report_inside_backward_equals_sqlite(cs336):
@@ -215,10 +212,7 @@ def test_plot_kernels_inside_a_range(cs336, tmp_path):
 
 @pytest.fixture(scope="module")
 def dlprof(tmp_path_factory):
-    path = trace_file(DLPROF)
-    db = tmp_path_factory.mktemp("range_dlprof") / "ws.duckdb"
-    traceql.ingest([path], db=db)
-    return db, Source(path)
+    return ingested(tmp_path_factory, DLPROF), Source(trace_file(DLPROF))
 
 
 def test_op_reports_inside_matching_ranges_equal_sqlite(dlprof):

@@ -16,7 +16,7 @@ import traceql
 
 from ..util import cli
 from .test_range_filter import CS336, Source
-from ..util import trace_file
+from ..util import ingested, trace_file
 
 BLOCKING = re.compile(r"^(cudaDeviceSynchronize|cudaThreadSynchronize|cuCtxSynchronize|cudaStreamSynchronize|"
                       r"cuStreamSynchronize|cudaEventSynchronize|cuEventSynchronize)")
@@ -73,8 +73,7 @@ def expected(instances, skip=0):
 @pytest.fixture(scope="module")
 def cs336(tmp_path_factory):
     path = trace_file(CS336)
-    db = tmp_path_factory.mktemp("spread") / "ws.duckdb"
-    traceql.ingest([path], db=db)
+    db = ingested(tmp_path_factory, CS336)
     src = Source(path)
     return db, per_instance(src, sync_calls(path))
 

@@ -14,7 +14,7 @@ import pytest
 import traceql
 
 from ..util import cli
-from ..util import trace_file
+from ..util import ingested, trace_file
 
 KMEANS = "kmeans-rtx3080-old-nsys"
 NVPROF = "nvprof-gpuml-titanv/timeline.nvvp"
@@ -51,10 +51,7 @@ def oracle_rows(path):
 
 @pytest.fixture(scope="module")
 def kmeans(tmp_path_factory):
-    path = trace_file(f"{KMEANS}/report2.sqlite")
-    db = tmp_path_factory.mktemp("trace") / "ws.duckdb"
-    traceql.ingest([path], db=db)
-    return db, path
+    return ingested(tmp_path_factory, f"{KMEANS}/report2.sqlite"), trace_file(f"{KMEANS}/report2.sqlite")
 
 
 def test_gpu_trace_equals_nsys_nvprof_row_for_row(kmeans):

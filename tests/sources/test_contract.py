@@ -6,12 +6,13 @@ import pytest
 
 import traceql
 from traceql.sources.adapters import prepare
+from traceql.sources.detect import detect
 from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
 from traceql.store.load import ID_TABLES
 from traceql.core import resources
 from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, contract_docs, read_schema
 
-from ..util import nsys_stub, trace_file
+from ..util import ingested, nsys_stub, trace_file
 
 LAYOUTS = ("nsys/legacy", "nsys/v2", "nsys/v3", "nvprof/v12", "rocpd/v3", "rocprof/v1", "rpd/v2")
 ID_COLUMNS = dict(ID_TABLES)
@@ -63,19 +64,18 @@ def test_every_contract_column_is_documented_and_matches_the_table():
             assert len(c.doc) > 8, f"{name}.{c.name} has no real description"
 
 
-def test_contract_tables_are_identical_across_layouts(tmp_path):
+def test_contract_tables_are_identical_across_layouts(tmp_path_factory):
+    """One real trace of each NVIDIA layout (ingested once for the suite: tests/util.py ingested)."""
     files = {
-        "nsys/legacy": trace_file("kmeans-rtx3080-old-nsys/report2.sqlite"),
-        "nsys/v2": trace_file("pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"),
-        "nsys/v3": trace_file("nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite"),
-        "nvprof/v12": trace_file("nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql"),
+        "nsys/legacy": "kmeans-rtx3080-old-nsys/report2.sqlite",
+        "nsys/v2": "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite",
+        "nsys/v3": "nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite",
+        "nvprof/v12": "nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql",
     }
     shapes = {}
-    for layout, path in files.items():
-        db = tmp_path / f"{layout.replace('/', '_')}.duckdb"
-        [res] = traceql.ingest([path], db=db)
-        assert res.detected.layout == layout
-        with traceql.open(db) as ws:
+    for layout, rel in files.items():
+        assert detect(trace_file(rel)).layout == layout
+        with traceql.open(ingested(tmp_path_factory, rel)) as ws:
             shapes[layout] = {
                 t: ws.sql(f"SELECT column_name, data_type FROM information_schema.columns "
                           f"WHERE table_name = '{t}' ORDER BY ordinal_position").to_pylist()

@@ -27,7 +27,7 @@ from traceql.sources import kineto
 from traceql.sources.detect import detect
 from traceql.core.errors import InputError, UnsupportedVersionError
 
-from ..util import NO_TRACES, TRACES
+from ..util import NO_TRACES, TRACES, ingested
 
 REAL = {  # folder -> file
     "kineto-hta-alexnet-a100": "benchmark_result_2869224_1695835535_trace.json.gz",
@@ -64,6 +64,18 @@ def events(doc: dict, kind: str) -> list[dict]:
     return [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in KINDS[kind]]
 
 
+def real_kineto(tmp_path_factory) -> Path:
+    """A workspace of every real Kineto trace of REAL, ingested once for the suite (tests/util.py
+    ingested; tests/sources/test_kineto_oracles.py and tests/derive/test_op_comm_recompute.py read
+    it too, each by trace id)."""
+    return ingested(tmp_path_factory, *(f"{d}/{f}" for d, f in REAL.items()))
+
+
+def trace_ids(ws) -> dict[str, int]:
+    """{folder of the source file: trace_id} of a workspace."""
+    return {Path(r["path"]).parent.name: r["trace_id"] for r in ws.sql("SELECT path, trace_id FROM trace").to_pylist()}
+
+
 @pytest.fixture(scope="module")
 def real_ws(tmp_path_factory):
     if not TRACES.is_dir():
@@ -72,11 +84,8 @@ def real_ws(tmp_path_factory):
     missing = [p for p in paths if not p.exists()]
     if missing:
         pytest.skip(f"{missing[0]} not present ({NO_TRACES})")
-    db = tmp_path_factory.mktemp("kineto") / "ws.duckdb"
-    results = traceql.ingest(paths, db=db)
-    ids = {r.path.parent.name: r.trace_id for r in results}
-    with traceql.open(db) as ws:
-        yield ws, ids
+    with traceql.open(real_kineto(tmp_path_factory)) as ws:
+        yield ws, trace_ids(ws)
 
 
 def one(ws, sql, params=None):

@@ -22,7 +22,7 @@ import pytest
 
 import traceql
 
-from .test_kineto import REAL, TRACES, load, ns
+from .test_kineto import REAL, TRACES, load, ns, real_kineto, trace_ids
 from ..intervals import minus, union_length
 from ..util import NO_TRACES
 
@@ -39,10 +39,8 @@ def ws(tmp_path_factory):
     paths = [TRACES / f / REAL[f] for f in folders]
     if not all(p.exists() for p in paths):
         pytest.skip(NO_TRACES)
-    db = tmp_path_factory.mktemp("kineto_oracles") / "ws.duckdb"
-    results = traceql.ingest(paths, db=db)
-    with traceql.open(db) as w:
-        yield w, {r.path.parent.name: r.trace_id for r in results}
+    with traceql.open(real_kineto(tmp_path_factory)) as w:  # these and the other Kineto traces, apart by trace id
+        yield w, trace_ids(w)
 
 
 def rows(w, sql, **params):

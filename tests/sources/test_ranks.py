@@ -26,7 +26,7 @@ from traceql.core.errors import InputError, UsageError
 from traceql.core.resources import CONTRACT_TABLES
 
 from .. import rank_oracle
-from ..util import REPO, make_sqlite, nsys_stub, sha256, trace_file
+from ..util import REPO, ingested, make_sqlite, nsys_stub, sha256, trace_file
 from ..util import source_rows as source
 
 NCCL = "nccl-ring-2nodes-3gpus-nsys2024.5"
@@ -51,12 +51,12 @@ def trace_rows(db) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def nccl(tmp_path_factory):
-    """The six rank files ingested by two worker processes, and one after another."""
+    """The six rank files ingested by two worker processes, and one after another (the default for
+    files of less than 64 MB together: the suite's shared ingest, tests/util.py ingested)."""
     files = sorted(trace_file(NCCL).glob("*.sqlite"))
-    tmp = tmp_path_factory.mktemp("ranks")
-    par, ser = tmp / "parallel.duckdb", tmp / "serial.duckdb"
+    par = tmp_path_factory.mktemp("ranks") / "parallel.duckdb"
     traceql.ingest(files, db=par, jobs=2)
-    traceql.ingest(files, db=ser, jobs=1)
+    ser = ingested(tmp_path_factory, *(f"{NCCL}/{p.name}" for p in files))
     return files, par, ser
 
 
