@@ -104,9 +104,10 @@ probe_at AS (  -- the start of each gap on the thread that launched the operatio
     SELECT trace_id, next_op_id, pid, tid, ts FROM gaps
 ),
 /* include: innermost_range */,
-overhead AS (
+overhead AS (  -- reach: the latest end of the process's overhead that started by ts; rows tied on ts get
+                -- the same reach (a RANGE frame), so which of them the ASOF join matches does not matter
     SELECT trace_id, pid, ts,
-           max(ts + dur) OVER (PARTITION BY trace_id, pid ORDER BY ts, dur ROWS UNBOUNDED PRECEDING) AS reach
+           max(ts + dur) OVER (PARTITION BY trace_id, pid ORDER BY ts RANGE UNBOUNDED PRECEDING) AS reach
     FROM profiler_overhead WHERE ($trace_id IS NULL OR trace_id = $trace_id)
 ),
 in_overhead AS (

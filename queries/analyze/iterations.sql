@@ -94,16 +94,12 @@ qualified AS (
                AND 100.0 * f.covered_ns / nullif(CASE WHEN f.outermost THEN t.duration ELSE pt.parent_ns END, 0)
                    >= $min_cover_pct))
 ),
--- the families a qualified family is nested in: its path's proper prefixes that are qualified too
-prefixes AS (
-    SELECT q.trace_id, q.pid, q.family,
-           array_to_string(string_split(q.family, ' > ')[1:unnest(range(1, len(string_split(q.family, ' > '))))], ' > ')
-               AS prefix
-    FROM qualified q
-),
+-- the families nested in another: a qualified family of the same process is a proper prefix of
+-- their path (whole names: the prefix is followed by ' > ')
 nested AS (
     SELECT DISTINCT x.trace_id, x.pid, x.family
-    FROM prefixes x JOIN qualified o ON o.trace_id = x.trace_id AND o.pid IS NOT DISTINCT FROM x.pid AND o.family = x.prefix
+    FROM qualified x JOIN qualified o ON o.trace_id = x.trace_id AND o.pid IS NOT DISTINCT FROM x.pid
+                                     AND starts_with(x.family, o.family || ' > ')
 ),
 with_steps AS (
     SELECT DISTINCT trace_id FROM qualified WHERE profiler_step
@@ -112,7 +108,7 @@ chosen AS (
     SELECT q.*,
            CASE WHEN $name IS NOT NULL THEN 'name' WHEN q.profiler_step THEN 'ProfilerStep' ELSE 'nvtx' END AS source
     FROM qualified q
-    ANTI JOIN nested n ON n.trace_id = q.trace_id AND n.pid IS NOT DISTINCT FROM q.pid AND n.family = q.family
+    ANTI JOIN nested x ON x.trace_id = q.trace_id AND x.pid IS NOT DISTINCT FROM q.pid AND x.family = q.family
     LEFT JOIN with_steps s ON s.trace_id = q.trace_id
     WHERE q.profiler_step OR s.trace_id IS NULL
 ),

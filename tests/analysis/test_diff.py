@@ -254,7 +254,7 @@ def test_errors(pair, tmp_path):
     proc = run("--db", db, "diff", 1, tmp_path / "missing.sqlite")
     assert proc.returncode == 3 and "missing.sqlite: no such file (nor a trace id of the workspace)" in proc.stderr
     proc = run("--db", db, "diff", tmp_path, 1)
-    assert proc.returncode == 3 and "is a directory, not a trace file or a workspace" in proc.stderr
+    assert proc.returncode == 3 and "is a directory, not a trace file, a workspace or a Parquet export" in proc.stderr
     stale = tmp_path / "stale.duckdb"
     shutil.copyfile(db, stale)
     con = duckdb.connect(str(stale))

@@ -4,6 +4,8 @@ variables, spark-defaults.conf), which traceql's own defaults must not override.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import traceql
@@ -42,3 +44,29 @@ def test_a_workspace_file_is_not_an_export(tmp_path):
         traceql.open(db, engine="spark")
     with pytest.raises(traceql.UsageError, match="engine 'sqlite': 'duckdb' .a workspace. or 'spark'"):
         traceql.open(db, engine="sqlite")
+
+
+def test_ingest_on_spark_checks_before_spark(tmp_path):
+    """ingest --engine spark (traceql.engines.spark_ingest.plan): what is refused before a session
+    starts, and the trace ids given up front (after the export's highest)."""
+    from traceql.engines.spark_ingest import plan
+    from traceql.outputs import parquet
+
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    a.write_bytes(b"x")
+    b.write_bytes(b"x")
+    out = tmp_path / "job"
+    assert plan([a, str(b), "hdfs://nn/r/c.sqlite"], out) == (out, [(1, str(a)), (2, str(b)), (3, "hdfs://nn/r/c.sqlite")])
+    for part in ("trace_id=1", "trace_id=7"):
+        (out / "trace" / part).mkdir(parents=True)
+    (out / "_traceql.json").write_text(json.dumps(parquet.manifest()))
+    assert plan([a], out)[1] == [(8, str(a))]
+    for files, target, message in [
+            ([a], "s3a://bucket/job", "s3a://bucket/job: ingest --engine spark writes a local directory"),
+            ([a], a, f"{a}: exists and is not a directory"),
+            ([tmp_path / "missing.sqlite"], out, f"{tmp_path / 'missing.sqlite'}: no such file"),
+            ([a, f"file://{a}"], out, f"file://{a}: given twice"),
+            ([], out, "no input files given")]:
+        with pytest.raises(traceql.TraceqlError) as err:
+            plan(files, target)
+        assert str(err.value).startswith(message), str(err.value)

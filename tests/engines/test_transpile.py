@@ -33,14 +33,20 @@ def test_every_library_query_translates_but_the_documented_gaps():
     # DuckDB's round of a DOUBLE: x * 10^d rounded, divided back, in binary floating point
     ("SELECT round(avg(dur), 2) AS r FROM kernel",
      "SELECT (ROUND(CAST(AVG(kernel.dur) AS DOUBLE) * 1e2, 0) / 1e2) AS r FROM kernel AS kernel"),
-    # a DOUBLE cast to an integer rounds in DuckDB, truncates in Spark
-    ("SELECT CAST(avg(dur) AS BIGINT) AS c FROM kernel", "SELECT CAST(ROUND(AVG(kernel.dur)) AS BIGINT) AS c FROM kernel AS kernel"),
+    # a DOUBLE cast to an integer rounds half to even in DuckDB (BROUND), truncates in Spark
+    ("SELECT CAST(avg(dur) AS BIGINT) AS c FROM kernel", "SELECT CAST(BROUND(AVG(kernel.dur)) AS BIGINT) AS c FROM kernel AS kernel"),
     # an integer cast of an integer stays as it is
     ("SELECT CAST(dur AS BIGINT) AS c FROM kernel", "SELECT CAST(kernel.dur AS BIGINT) AS c FROM kernel AS kernel"),
     ("SELECT len(list_filter([1, 2], x -> x > 1)) AS n", "SELECT ARRAY_SIZE(FILTER(ARRAY(1, 2), x -> x > 1)) AS n"),
     # a parameter where a BOOLEAN goes: Spark types a NULL parameter as VOID and refuses it there
     ("SELECT name FROM kernel WHERE $flag", "SELECT kernel.name AS name FROM kernel AS kernel WHERE CAST(:flag AS BOOLEAN)"),
     ("SELECT CAST(NULL AS HUGEINT) AS h", "SELECT CAST(NULL AS DECIMAL(38, 0)) AS h"),
+    # UNION BY NAME (Spark SQL has none): both sides select A's columns, then B's others, NULL where missing
+    ("SELECT trace_id, name FROM kernel UNION ALL BY NAME SELECT dur, trace_id FROM kernel",
+     "SELECT `_byname0_0`.`trace_id`, `_byname0_0`.`name`, NULL AS `dur` FROM (SELECT kernel.trace_id AS trace_id, "
+     "kernel.name AS name FROM kernel AS kernel) AS _byname0_0 UNION ALL SELECT `_byname0_1`.`trace_id`, NULL AS "
+     "`name`, `_byname0_1`.`dur` FROM (SELECT kernel.dur AS dur, kernel.trace_id AS trace_id FROM kernel AS kernel) "
+     "AS _byname0_1"),
     ("WITH k AS MATERIALIZED (SELECT dur FROM kernel) SELECT count(*) AS n FROM k",
      "WITH k AS (SELECT kernel.dur AS dur FROM kernel AS kernel) SELECT COUNT(*) AS n FROM k AS k"),
     # Spark's LISTAGG(DISTINCT) WITHIN GROUP fails beside COUNT(DISTINCT) or under FILTER

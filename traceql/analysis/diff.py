@@ -216,15 +216,18 @@ class Diff:
 
 def diff(a, b, db=None, *, alpha: float = DEFAULT_ALPHA, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT,
          per_iteration: bool | None = None, kernel_key: str = "name", trim: float = DEFAULT_TRIM,
-         paired: bool | None = None, progress=None, on_wait=None) -> Diff:
+         paired: bool | None = None, progress=None, on_wait=None, open_export=None) -> Diff:
     """Compare side A (before) with side B (after), see the module doc. a, b: a trace file, a trace
     id of the workspace DB (default: $TRACEQL_DB or ./traceql.duckdb), or a workspace file.
     alpha: the false discovery rate under which a change is significant; min_effect_pct: the
     smallest relative change called one; per_iteration: None to compare per iteration when both
     sides have iterations, True to require it, False for whole traces; kernel_key: 'name' or
     'short_name'; paired: None to pair the iterations when one anchor gives them on both sides,
-    False for the unpaired tests (Yuen's) everywhere. progress, on_wait: as for traceql.ingest."""
-    sa, sb = load(a, b, db, kernel_key=kernel_key, trim=trim, progress=progress, on_wait=on_wait)
+    False for the unpaired tests (Yuen's) everywhere. progress, on_wait: as for traceql.ingest.
+    A side may be a Parquet export (a directory or URL, all its traces) when open_export opens
+    one (traceql.engines.spark.ExportOpener: on Spark)."""
+    sa, sb = load(a, b, db, kernel_key=kernel_key, trim=trim, progress=progress, on_wait=on_wait,
+                  open_export=open_export)
     rows, norm = compare(sa, sb, alpha, min_effect_pct, per_iteration, trim, paired)
     if paired is False:
         sa.anchor = sb.anchor = None  # nothing paired: no note says so

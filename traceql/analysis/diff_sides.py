@@ -20,8 +20,8 @@ from traceql.core.errors import InputError, UsageError
 @dataclass
 class Side:
     spec: str           # as given
-    kind: str           # 'file', 'trace' or 'workspace'
-    db: Path | None = None
+    kind: str           # 'file', 'trace', 'workspace' or 'export' (a Parquet export, read on Spark)
+    db: Path | str | None = None
     trace_id: int | None = None  # None: every trace of db
     path: Path | None = None     # the file, for 'file'
     reused: bool = False         # a file found in the workspace (same path and SHA-256), not ingested again
@@ -62,17 +62,24 @@ def _is_workspace(path: Path) -> bool:
 
 
 def classify(spec, db=None) -> Side:
-    """What SPEC names: an int or a number that is no file, a trace id of DB; a workspace file;
-    else a trace file."""
+    """What SPEC names: an int or a number that is no file, a trace id of DB; a workspace file; a
+    Parquet export (a directory with its manifest, or a URL: all its traces make one side, read
+    on Spark); else a trace file."""
+    from traceql.outputs.parquet import MANIFEST
+
     if isinstance(spec, bool):
         raise UsageError(f"{spec!r}: give a trace file, a trace id or a workspace")
     if isinstance(spec, int):
         return Side(str(spec), "trace", trace_id=spec)
     text = os.fspath(spec)
-    path = Path(text)
+    if "://" in text and not text.startswith("file://"):
+        return Side(text, "export", db=text)
+    path = Path(text.removeprefix("file://"))
     if path.exists() or path.is_symlink():
+        if path.is_dir() and (path / MANIFEST).is_file():
+            return Side(text, "export", db=path)
         if path.is_dir():
-            raise InputError(f"{text}: is a directory, not a trace file or a workspace")
+            raise InputError(f"{text}: is a directory, not a trace file, a workspace or a Parquet export")
         if _is_workspace(path):
             return Side(text, "workspace", db=path)
         return Side(text, "file", path=path)
@@ -155,14 +162,12 @@ def anchor_text(anchor: tuple) -> str:
     return f"NVTX range '{printable(family)}'"
 
 
-def _joint(sides: list, stats: list, kernel_key: str) -> str | None:
+def _joint(sides: list, stats: list, kernel_key: str, open_side) -> str | None:
     """Find the iterations of both sides by one rule and one anchor: each side's own anchor
     (analyze/iterations), A's first, tried on both; the first that gives MIN_ITERATIONS or more
     on each side is taken, and both sides' SideStats then hold its iterations (paired). Returns
     a note for the reader: which anchor was taken when a side found another, or why none could be
     matched (then the sides keep what they found)."""
-    from traceql.store.workspace import WorkspaceFile
-
     anchors = []
     for s in stats:
         a = (s.iteration_source, s.iteration_family)
@@ -174,7 +179,7 @@ def _joint(sides: list, stats: list, kernel_key: str) -> str | None:
     for anchor in anchors:
         got = []
         for side, s in zip(sides, stats):
-            with WorkspaceFile(side.db) as ws:
+            with open_side(side) as ws:
                 per = _per_iteration(ws, side, anchor, kernel_key)
                 if anchor[0] == "nvtx" and per[0].get(("iteration", "iterations"), {}).get(0, 0) < MIN_ITERATIONS:
                     per = _per_iteration(ws, side, anchor, kernel_key, leaf=True)  # nested otherwise there
@@ -231,17 +236,37 @@ def _already_ingested(side: Side, db: Path) -> bool:
     return False
 
 
-def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, progress=None,
-         on_wait=None) -> tuple[SideStats, SideStats]:
-    """The two sides' statistics. Trace files are ingested together into a temporary workspace,
-    removed before this returns."""
-    from traceql.store.workspace import WorkspaceFile, default_db
+def _opener(open_export):
+    """A function that opens a side's workspace: a DuckDB workspace file, or a Parquet export
+    through open_export (a function of the export's path, from a layer that knows the engines:
+    traceql.engines.spark.ExportOpener)."""
+    from traceql.store.workspace import WorkspaceFile
 
+    def open_side(side: Side):
+        if side.kind != "export":
+            return WorkspaceFile(side.db)
+        if open_export is None:
+            raise UsageError(f"{side.spec}: a Parquet export is compared on Spark: add --engine spark")
+        return open_export(side.db)
+    return open_side
+
+
+def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, progress=None,
+         on_wait=None, open_export=None) -> tuple[SideStats, SideStats]:
+    """The two sides' statistics. Trace files are ingested together into a temporary workspace,
+    removed before this returns. open_export: how a side that is a Parquet export is opened
+    (a function of its path returning a workspace, e.g. traceql.engines.spark.ExportOpener)."""
+    from traceql.store.workspace import default_db
+
+    open_side = _opener(open_export)
     if kernel_key not in ("name", "short_name"):
         raise UsageError(f"--kernel-key {kernel_key}: expected name or short_name")
     if not 0 <= trim < 0.5:
         raise UsageError(f"--trim {trim}: expected a fraction from 0 to below 0.5")
     sides = [classify(a), classify(b)]
+    for s in sides:
+        if s.kind == "export" and open_export is None:
+            raise UsageError(f"{s.spec}: a Parquet export is compared on Spark: add --engine spark")
     for s in sides:
         if s.kind == "trace":
             s.db = Path(db) if db is not None else default_db()
@@ -260,9 +285,9 @@ def load(a, b, db=None, kernel_key: str = "name", trim: float = DEFAULT_TRIM, pr
                 s.db, s.trace_id = tmp_db, ids[os.path.realpath(s.path)]
         out = []
         for s in sides:
-            with WorkspaceFile(s.db) as ws:
+            with open_side(s) as ws:
                 out.append(_side_stats(ws, s, kernel_key, trim))
-        joint = _joint(sides, out, kernel_key)
+        joint = _joint(sides, out, kernel_key, open_side)
     for s in out:
         s.joint_note = joint
     return out[0], out[1]

@@ -115,7 +115,8 @@ DIFF_HELP = """Compare two runs: what changed, and whether it is more than run-t
 
 A (before) and B (after) are each a trace file (Nsight Systems, nvprof or PyTorch profiler;
 ingested into a temporary workspace, removed afterwards), a trace id of the workspace (--db),
-or a workspace file (all its traces make one side), e.g.
+or a workspace file (all its traces make one side); with --engine spark also a Parquet
+export (a directory or URL, all its traces), compared on Spark. E.g.
 
 \b
   traceql diff before.sqlite after.sqlite
@@ -171,6 +172,7 @@ Tables and markdown show the changed rows; csv, tsv, json and parquet give every
 @click.option("--all", "show_all", is_flag=True, help="Tables and markdown: unchanged rows too.")
 @overwrite_option
 @wide_option
+@engine_options
 @click.pass_obj
 def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_iteration, kernel_key, paired,
          sections, limit, show_all):
@@ -180,13 +182,20 @@ def diff(obj: Context, a, b, fmt, output, gate, alpha, min_effect, trim, per_ite
 
     check_output(output, inputs=[Path(x) for x in (a, b) if Path(x).exists()])
     progress = for_stderr()  # bars on a terminal only, while trace files are ingested
+    opener = None
+    if obj.engine == "spark":  # a side that is a Parquet export is read on Spark
+        from traceql.engines.spark import ExportOpener, parse_conf
+
+        opener = ExportOpener(obj.spark_master, parse_conf(obj.spark_conf))
     try:
         result = compare_runs(a, b, obj.db, alpha=alpha, min_effect_pct=min_effect, per_iteration=per_iteration,
                                kernel_key=kernel_key, trim=trim, paired=paired, progress=progress,
-                               on_wait=say_wait)
+                               on_wait=say_wait, open_export=opener)
     finally:
         if progress:
             progress.close()
+        if opener is not None:
+            opener.close()
     if fmt in ("table", "markdown"):
         def write(fh, width=None):
             write_text(result, fh, fmt, width=width, limit=limit, sections=list(sections) or None,

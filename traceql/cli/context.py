@@ -45,6 +45,13 @@ class Context:
     def db(self, value: Path) -> None:
         self._db = value
 
+    def local_db(self) -> Path:
+        """--db as a local path: a URL is for --engine spark."""
+        if isinstance(self.db, str):
+            raise UsageError(f"--db {self.db}: a URL is read with --engine spark (a Parquet export); "
+                             "a DuckDB workspace is a local file")
+        return self.db
+
     def open(self, write: bool = False, queries=(), allow_files: bool = False) -> Workspace:
         from traceql.api import Workspace
 
@@ -57,6 +64,7 @@ class Context:
 
             return SparkWorkspace(self.db, queries=self.queries + tuple(queries), master=self.spark_master,
                                   conf=parse_conf(self.spark_conf))
+        self.local_db()
         ws = Workspace(self.db, write=write, queries=self.queries + tuple(queries), on_wait=say_wait,
                        allow_files=allow_files)
         from traceql.core.faults import interrupt_on_sigint

@@ -8,7 +8,7 @@ import click
 
 from traceql.core.version import __version__
 from traceql.cli.context import Context, opened
-from traceql.cli.params import DB_HELP, QUERIES_HELP, Group
+from traceql.cli.params import DB_HELP, PATH_OR_URL, QUERIES_HELP, Group
 
 
 HELP_WIDTH = 120  # help is wrapped at the terminal's width, up to this many columns
@@ -29,7 +29,7 @@ COMMANDS = {
 
 @click.group(cls=Group, lazy=COMMANDS,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": HELP_WIDTH})
-@click.option("--db", type=click.Path(path_type=Path), default=None, help=DB_HELP)
+@click.option("--db", type=PATH_OR_URL, default=None, help=DB_HELP)
 @click.option("--queries", "queries", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
               help=QUERIES_HELP)
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")

@@ -15,7 +15,22 @@ QUERIES_HELP = ("A folder of your own queries (NAME.sql, same conventions as the
                 "repeatable, added to $TRACEQL_QUERIES. A name already taken is an error.")
 
 
-DB_HELP = "Workspace database file [default: $TRACEQL_DB or ./traceql.duckdb]."
+DB_HELP = ("Workspace database file [default: $TRACEQL_DB or ./traceql.duckdb]; --engine spark: a "
+           "Parquet export, a directory or URL.")
+
+
+class PathOrUrl(click.ParamType):
+    """--db and ingest's files: a path, or a URL kept as it is written (a Path would fold 's3a://b/x' into 's3a:/b/x')."""
+
+    name = "path"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, Path) or "://" in str(value):
+            return value
+        return Path(value)
+
+
+PATH_OR_URL = PathOrUrl()
 
 
 def workspace_options() -> list[click.Option]:
@@ -35,7 +50,7 @@ def workspace_options() -> list[click.Option]:
         if value:
             ctx.find_object(Context).debug = True
 
-    return [click.Option(["--db"], type=click.Path(path_type=Path), default=None, expose_value=False,
+    return [click.Option(["--db"], type=PATH_OR_URL, default=None, expose_value=False,
                          callback=set_db, help=DB_HELP),
             click.Option(["--queries"], multiple=True, type=click.Path(path_type=Path), metavar="DIR",
                          expose_value=False, callback=add_queries, help=QUERIES_HELP),

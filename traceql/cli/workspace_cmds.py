@@ -13,12 +13,13 @@ from traceql.outputs.numbers import human_ns
 from traceql.outputs.summary_text import source_label
 from traceql.cli.context import Context, say_wait
 from traceql.cli.output import gpu_list, say, shown_path
-from traceql.cli.params import format_option
+from traceql.cli.params import PATH_OR_URL, engine_options, format_option
+from traceql.core.errors import UsageError
 from traceql.cli.group import cli
 
 
 @cli.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=PATH_OR_URL)
 @click.option("--flops", "flops_plugins", multiple=True, metavar="PLUGIN",
               help="A FLOPs plug-in: a module name or a .py file with a dict FLOPS of op names to functions "
                    "(op, shapes, dtypes, direction) -> (flops, bytes); repeatable, before $TRACEQL_FLOPS and "
@@ -30,6 +31,7 @@ from traceql.cli.group import cli
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
               help="Files read at a time, each by a worker process (default: one per core when the "
                    "files hold 64 MB or more together, else one at a time).")
+@engine_options
 @click.pass_obj
 def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
     """Load profiler exports into the workspace: Nsight Systems .sqlite (or a .nsys-rep/.qdrep
@@ -47,8 +49,18 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
     (nsys: the profiled machine's Hostname and the profiled process's environment, RANK,
     OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID ...; Kineto: distributedInfo), else from its
     name ('rank3', nsys's -o ..._%h_%p); trace.host_source, rank_source ... say which.
+
+    With --engine spark, --db names a Parquet export (a directory, new or one to add to) and
+    the files, local or URLs (hdfs://, s3a://), are ingested by Spark tasks, one per file, each
+    writing its trace's partitions; the export changes only when every task succeeded.
     """
+    if obj.engine == "spark":
+        return _ingest_on_spark(obj, files, flops_plugins, rank, host, jobs)
     from traceql.store.ingest import ingest as ingest_files
+
+    obj.local_db()
+    if urls := [f for f in files if isinstance(f, str)]:
+        raise UsageError(f"{urls[0]}: a URL is ingested with --engine spark; DuckDB reads local files")
 
     progress = for_stderr()  # bars on a terminal only
     try:
@@ -77,6 +89,27 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
         if hint := r.capture_hint():
             click.echo(f"  note: {hint}")
     click.echo(f"workspace: {obj.db}")
+
+
+def _ingest_on_spark(obj: Context, files, flops_plugins, rank, host, jobs) -> None:
+    from traceql.engines.spark import parse_conf
+    from traceql.engines.spark_ingest import ingest as ingest_on_spark
+
+    if rank is not None or jobs is not None:
+        raise UsageError(f"{'--rank' if rank is not None else '--jobs'} is for a DuckDB ingest: with --engine "
+                         "spark each file's rank comes from the file, and Spark's cores set the parallelism")
+    if str(obj.db).endswith(".duckdb"):
+        raise UsageError(f"--db {obj.db}: ingest --engine spark writes a Parquet export, a directory: "
+                         "give --db DIR (a new one, or an export to add the files to)")
+    done = ingest_on_spark(files, obj.db, master=obj.spark_master, conf=parse_conf(obj.spark_conf),
+                           flops=list(flops_plugins) or None, host=host)
+    for r in done:
+        click.echo(f"added trace {r.trace_id}: {printable(r.source)} in {r.seconds:.2f} s "
+                   f"({r.cpu_seconds:.2f} s CPU) on a Spark task")
+        from traceql.store.workspace import COUNTED
+
+        click.echo("  " + ", ".join(f"{v} {r.counts[v]:,}" for v in COUNTED if v in r.counts))
+    click.echo(f"export: {obj.db}")
 
 
 @cli.command()

@@ -28,7 +28,8 @@ spark.sql.runSQLOnFiles=false (a query reads the export's views, not files named
 spark.sql.optimizer.excludedRules=RemoveRedundantAliases (EXCLUDED_RULES: with it Spark 4.0's
 optimizer fails on queries/range.sql, PLAN_VALIDATION_FAILED_RULE_IN_BATCH, a window over a union
 of branches read from CTEs the query reads again; the rule only drops aliases); for a
-local session spark.sql.shuffle.partitions = its cores. A SparkSession of the caller's (session=)
+local session spark.sql.shuffle.partitions = its cores and spark.sql.adaptive.enabled = false
+(LOCAL_ADAPTIVE). A SparkSession of the caller's (session=)
 is used as it is, and left running by close(); so is a session this process runs already (a
 notebook's: getOrCreate). The session starts at the first query: a query that does not
 translate is refused before the JVM starts.
@@ -113,6 +114,14 @@ LOCAL_DRIVER_MEMORY = "4g"
 LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+# A local session runs without adaptive query execution (spark.sql.adaptive.enabled=false, unless
+# configured): AQE plans the rest of a query again after each of its stages, and the analyze
+# rules' queries have dozens of stages over small inputs. analyze/exposed_comm on cs336-jsun,
+# two NCCL ranks and a generated trace, its first run in a new local[2] JVM: 68.6 CPU s with
+# AQE (24.6 of them planning), 19.3 without; the rows are the same (tests/engines/test_spark.py).
+LOCAL_ADAPTIVE = False
+
+
 def make_session(master: str | None = None, conf: dict | None = None):
     """A SparkSession configured as the module's documentation says, and whether this call
     started it: when this process runs a session already (a notebook's, a test module's), that
@@ -151,6 +160,7 @@ def make_session(master: str | None = None, conf: dict | None = None):
                 "spark.sql.optimizer.excludedRules": EXCLUDED_RULES}
     if local:
         defaults["spark.sql.shuffle.partitions"] = str(spark.sparkContext.defaultParallelism)
+        defaults["spark.sql.adaptive.enabled"] = str(LOCAL_ADAPTIVE).lower()
     for key, value in defaults.items():
         if not explicit.contains(key) and key not in conf:
             spark.conf.set(key, value)
@@ -406,6 +416,32 @@ class SparkWorkspace:
         if trace_id is not None and trace_id not in self.trace_ids():
             raise UsageError(f"--trace {trace_id}: no such trace in {self.path} "
                              f"(traces: {', '.join(map(str, self.trace_ids())) or 'none'})")
+
+
+class ExportOpener:
+    """Opens Parquet exports as SparkWorkspaces on one session, started at the first open (what
+    `traceql diff --engine spark A/ B/` compares: traceql.analysis.diff's open_export). close()
+    stops the session if this opener started it."""
+
+    def __init__(self, master: str | None = None, conf: dict | None = None, session=None):
+        self._master, self._conf = master, dict(conf or {})
+        self._session, self._own = session, False
+
+    def __call__(self, path) -> SparkWorkspace:
+        if self._session is None:
+            self._session, self._own = make_session(self._master, self._conf)
+        return SparkWorkspace(path, session=self._session)
+
+    def close(self) -> None:
+        if self._own and self._session is not None:
+            self._session.stop()
+        self._session, self._own = None, False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _spark_args(params):

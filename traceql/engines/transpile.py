@@ -15,18 +15,21 @@ DuckDB computes (each rule below says which difference it removes):
   as `100.0 * total_ns` is): the dividend is cast to DOUBLE.
 - `round(x, d)` of a DOUBLE is DuckDB's `round(x * 10^d) / 10^d` in binary floating point, where
   Spark rounds the shortest decimal text of x: written out as DuckDB computes it.
-- A DOUBLE cast to an integer type rounds in DuckDB (half away from zero) and truncates in
-  Spark: rounded first.
+- A DOUBLE cast to an integer type rounds in DuckDB, half to even (15228.5 -> 15228, a median
+  of two integers), and truncates in Spark: rounded first by BROUND (half to even).
 - `len()` of a list is `array_size()` (Spark's `length()` is for strings).
 - HUGEINT (`CAST(NULL AS HUGEINT)`) is DECIMAL(38, 0), the type Spark has for 128-bit integers.
 - A placeholder in a place that needs a BOOLEAN (a CASE WHEN condition, WHERE, a FILTER clause)
   or a list (the first argument of a list function) is cast to that type, since Spark types a
   NULL parameter as VOID and refuses it there.
 - `WITH x AS [NOT] MATERIALIZED` loses DuckDB's planning hint.
+- `A UNION [ALL] BY NAME B` (Spark SQL has no BY NAME) is a union by position of two sides that
+  select A's columns and then B's others, NULL where a side lacks one (_unions_by_name).
+- `L ASOF [LEFT] JOIN R` (Spark has no ASOF join) becomes equi-joins (_asof_joins).
 
 What does not translate is refused with UntranslatableError naming the construct: ASOF joins
-(Spark has none; the analyze/ rules use them) and DuckDB functions sqlglot leaves as unknown
-calls that Spark lacks. Whether an expression is a DOUBLE is decided from the query itself:
+of other shapes than _asof_joins rewrites, and DuckDB functions sqlglot leaves as unknown calls
+that Spark lacks. Whether an expression is a DOUBLE is decided from the query itself:
 the contract's column types (traceql.core.resources.contract_types), the types of functions and
 literals, and columns followed through the query's CTEs and sub-queries (sqlglot's qualify
 names every column's source first).
@@ -88,6 +91,7 @@ def _to_spark(sql: str) -> tuple[str, frozenset[str]]:
     tree = trees[0]
     _refuse(tree)
     tree = _qualified(tree)
+    _unions_by_name(tree)
     _asof_joins(tree)
     floats = _FloatTyper(tree)
     for node in list(tree.walk()):
@@ -107,7 +111,7 @@ def _to_spark(sql: str) -> tuple[str, frozenset[str]]:
             _round_as_duckdb(node)
         elif isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this in _INTEGER_TYPES \
                 and floats.is_float(node.this):
-            node.set("this", exp.Round(this=node.this.copy()))
+            node.set("this", exp.Anonymous(this="BROUND", expressions=[node.this.copy()]))
         elif isinstance(node, exp.Length) and _is_list(node.this):
             node.replace(exp.Anonymous(this="array_size", expressions=[node.this.copy()]))
         elif isinstance(node, exp.Placeholder):
@@ -308,6 +312,25 @@ def _asof_joins(tree: exp.Expression) -> None:
     for number, join in enumerate(j for j in list(tree.find_all(exp.Join))
                                   if (j.args.get("method") or "").upper() == "ASOF"):
         _asof_join(join, f"_asof{number}")
+
+
+def _unions_by_name(tree: exp.Expression) -> None:
+    """Every `A UNION [ALL] BY NAME B` of a qualified tree (Spark SQL has no BY NAME) as a union by
+    position of two sides that select the same columns in the same order: A's columns, then B's
+    that A lacks, NULL where a side lacks a column, as DuckDB matches them."""
+    unions = [u for u in tree.find_all(exp.Union) if u.args.get("by_name")]
+    for number, union in enumerate(reversed(unions)):  # innermost first
+        sides = [union.left, union.right]
+        names = [s.named_selects for s in sides]
+        if any("*" in n or not n for n in names):
+            raise UntranslatableError("UNION BY NAME: each side must name its columns")
+        order = list(dict.fromkeys(names[0] + names[1]))
+        for i, (side, have) in enumerate(zip(sides, names)):
+            alias = f"_byname{number}_{i}"
+            cols = [exp.column(n, table=alias, quoted=True) if n in have else exp.alias_(exp.Null(), n, quoted=True)
+                    for n in order]
+            side.replace(exp.select(*cols).from_(side.copy().subquery(alias)))
+        union.set("by_name", None)
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:

@@ -48,7 +48,8 @@ CHANGES = {
        "--cuda-memory-usage), the analyze rules memory_leak, allocator_churn and memory_peak, and GPU memory "
        "counter tracks in the Perfetto export; "
        "trace.driver_version, cuda_driver_version, cuda_runtime_version and torch_version "
-       "(diff warns when they differ)",
+       "(diff warns when they differ); gpu_gaps: overhead records that start at the same time all count for "
+       "cause 'profiler'",
 }
 
 TABLE = "workspace_version"
