@@ -315,9 +315,17 @@ def test_cli_ingest_rank_host_jobs(tmp_path):
     db = tmp_path / "ws.duckdb"
     proc = cli("--db", db, "ingest", "-j", "2", a, b)
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[2] == "  rank 1 (recorded), world size 2 (recorded), host n1 (recorded)"
-    assert "  host login1 (exporter)" in lines[4:]
+    # each file's block: its 'added trace' line and the indented lines under it (looked up by
+    # the file's name, not by line number: the order of the blocks is not what is tested here)
+    blocks = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("added trace "):
+            blocks[Path(line.split(": ", 1)[1].split(" (")[0]).name] = block = []
+        elif line.startswith("  ") and blocks:
+            block.append(line)
+    assert set(blocks) == {"a.sqlite", "b.sqlite"}, proc.stdout
+    assert "  rank 1 (recorded), world size 2 (recorded), host n1 (recorded)" in blocks["a.sqlite"], proc.stdout
+    assert "  host login1 (exporter)" in blocks["b.sqlite"], proc.stdout
     proc = cli("--db", db, "ingest", "--rank", "7", "--host", "gpu3", b)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[2] == "  rank 7 (user), host gpu3 (user)"
