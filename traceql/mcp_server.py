@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from traceql.core.errors import TraceqlError, UsageError
+from traceql.core.units import MAX_LIMIT
 
 SQL_ROW_CAP = 1000  # rows the sql tool returns at most (the note says how many there were)
 TEXT_ROWS = 20  # rows of the short text table beside the structured content
@@ -249,7 +250,7 @@ def _tools() -> dict[str, Tool]:
                  "where": {"type": "string", "description": "SQL boolean expression over the report's input view "
                            "(see the schema tool), e.g. \"name LIKE '%gemm%' AND dur > 10000\"."},
                  "sort": {"type": "string", "description": "COLUMN[:asc|:desc], e.g. total_ns:desc."},
-                 "limit": {"type": "integer", "minimum": 0, "description": "At most N rows."},
+                 "limit": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT, "description": "At most N rows."},
                  "columns": {**NAMES, "description": "Only these columns, in this order."},
                  "range": {**NAMES, "description": "Only the work launched inside the NVTX ranges of these names "
                                                    "(full name, grouping name or path); adds range_pct."},
@@ -264,7 +265,7 @@ def _tools() -> dict[str, Tool]:
              {"type": "object", "additionalProperties": False, "properties": {
                  "trace": TRACE,
                  "per_trace": {"type": "boolean", "description": "One overview per trace (a trace_id column)."},
-                 "limit": {"type": "integer", "minimum": 0, "description": "At most N rows per section (and trace)."}}},
+                 "limit": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT, "description": "At most N rows per section (and trace)."}}},
              _summary),
         Tool("sql", "Run one read-only SQL query (DuckDB dialect unless `dialect`) over the contract views and "
              "return its rows. Statements that change anything (INSERT, CREATE, DELETE, COPY, ATTACH, SET, ...), "
@@ -290,7 +291,7 @@ def _tools() -> dict[str, Tool]:
                  "trace": TRACE,
                  "params": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]},
                             "description": "Rule thresholds, e.g. {\"min_gap_ns\": 500000}."},
-                 "limit": {"type": "integer", "minimum": 0,
+                 "limit": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT,
                            "description": f"Evidence rows per rule and trace (default {EVIDENCE_ROWS})."}}},
              _analyze),
         Tool("diff", "Compare two traces of the workspace, A (before) and B (after), as `traceql diff A B` "
@@ -309,7 +310,7 @@ def _tools() -> dict[str, Tool]:
                      "description": "Only these sections."},
                  "changed_only": {"type": "boolean", "description": "Only the changed rows (default true); "
                                   "false: every row, as the CLI's csv."},
-                 "limit": {"type": "integer", "minimum": 0, "description": f"Rows at most (default {DIFF_ROWS})."}}},
+                 "limit": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT, "description": f"Rows at most (default {DIFF_ROWS})."}}},
              _diff),
     ]
     return {t.name: t for t in tools}

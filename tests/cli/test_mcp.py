@@ -182,8 +182,11 @@ def test_missing_workspace_and_bad_arguments_are_tool_errors(ws, tmp_path):
                           ("sql", {}), ("report", {"by": "kernel", "group": "frame"}),
                           ("report", {"by": "kernel", "trace": 99}), ("schema", {"view": "kernal"}),
                           ("sql", {"query": "SELECT nam FROM kernel"}), ("nope", {}),
+                          ("report", {"by": "kernel", "limit": 2**63}), ("summary", {"limit": 2**63}),
                           ("report", {"by": "kernel", "limit": 1})])
     texts = [one_line_error(r) for r in bad[:-1]]
+    # a limit past a 64-bit row count is refused by the schema, not an OverflowError inside
+    assert all("9223372036854775808" in t and "maximum" in t and "Error" not in t.split(":", 1)[0] for t in texts[8:10]), texts[8:10]
     assert "'nope' is not one of" in texts[0] and "limit" in texts[1] and "'query' is a required" in texts[2]
     assert texts[3] == "traceql: error: --group applies to --by range or source only"  # the CLI's words
     assert "--trace 99: no such trace" in texts[4]

@@ -14,7 +14,7 @@ from traceql.core.errors import UsageError
 from traceql.core.names import closest
 from traceql.query.sqlcheck import parse_params
 
-from ..util import cli as run
+from ..util import cli as run, nsys_stub
 
 
 @pytest.fixture(scope="module")
@@ -512,3 +512,19 @@ def test_to_pandas_when_pandas_is_installed(ws_path):
 ])
 def test_closest(name, candidates, best):
     assert closest(name, candidates) == best
+
+
+def test_limit_beyond_a_64_bit_row_count_is_a_usage_error(tmp_path):
+    # the API's limit= is checked before Arrow's slice sees it (the MCP fuzz found an
+    # OverflowError behind 2**63); the CLI refuses it as an option error (exit 2)
+    from traceql.core.units import MAX_LIMIT
+
+    db = tmp_path / "ws.duckdb"
+    assert run("--db", db, "ingest", nsys_stub(tmp_path / "k.sqlite")).returncode == 0
+    with traceql.open(db) as ws:
+        assert ws.report("kernel", limit=MAX_LIMIT).num_rows == 1
+        for bad in (MAX_LIMIT + 1, -1, True):
+            with pytest.raises(UsageError, match=r"limit .*: a number of rows from 0 to 9223372036854775807"):
+                ws.report("kernel", limit=bad)
+    proc = run("--db", db, "report", "--by", "kernel", "--limit", str(MAX_LIMIT + 1))
+    assert proc.returncode == 2 and "9223372036854775807" in proc.stderr and "Traceback" not in proc.stderr

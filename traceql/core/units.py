@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import re
 
+# The most rows a --limit (or the API's limit=) can ask for: a signed 64-bit row count, the most
+# Arrow's slice and DuckDB's LIMIT take (traceql.query.reports.check_limit).
+MAX_LIMIT = 2**63 - 1
+
 # (pattern over the column name, unit): the first that matches wins; None: no unit (ids, names, labels)
 RULES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p), u) for p, u in (
     (r"^(ts|dur|duration|sil|queue_delay)$|_(ns|ts|dur)$|^proj_(start|end)$", "ns"),

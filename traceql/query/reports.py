@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from traceql.query import library
 from traceql.core.errors import UsageError
+from traceql.core.units import MAX_LIMIT
 from traceql.core.resources import contract_docs
 from traceql.query.registry import GROUPINGS, OPTIONS, REPORTS
 
@@ -66,6 +67,7 @@ def run_report(ws, by: str, trace_id: int | None = None, per_trace: bool = False
 
     q = report_query(by)
     check_options(by, params)
+    check_limit(limit)
     values = {**REPORTS[by].defaults, **{k: v for k, v in params.items() if v is not None}}
     if "match" in values and not values["match"]:
         values.pop("match")
@@ -207,10 +209,17 @@ def resolve_column(name: str, columns: list[str], aliases: dict[str, str] | None
     raise UsageError(f"{option}: no column {name!r} in this report; {hint}columns: {', '.join(columns)}")
 
 
+def check_limit(limit: int | None) -> None:
+    """UsageError when LIMIT is not a row count from 0 to MAX_LIMIT (None: no limit)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_LIMIT):
+        raise UsageError(f"limit {limit!r}: a number of rows from 0 to {MAX_LIMIT}")
+
+
 def order_and_limit(table: pa.Table, sort: str | None, limit: int | None, per_trace: bool,
                     aliases: dict[str, str] | None = None) -> pa.Table:
     import pyarrow as pa
 
+    check_limit(limit)
     if sort is not None:
         column, sep, direction = sort.rpartition(":")
         if not sep:
