@@ -307,6 +307,60 @@ def test_ingest_downloads_nothing(tmp_path, built):
     assert not (home / ".duckdb").exists()
 
 
+def _network_jail() -> list[str] | None:
+    """`unshare -n strace ...`: a network namespace with no interface up, and every socket the
+    process tree opens logged; None where the machine cannot (not root, no strace)."""
+    import subprocess
+
+    if shutil.which("unshare") is None or shutil.which("strace") is None:
+        return None
+    try:
+        ok = subprocess.run(["unshare", "-n", "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return ["unshare", "-n", "--", "strace", "-f", "-qq", "-e", "trace=socket,connect"] if ok else None
+
+
+def test_no_command_opens_a_network_socket(tmp_path, built):
+    """Run with no network at all and every socket logged: ingest (two processes, SQLite and
+    Kineto JSON), report, analyze, export, upgrade, `--db` on an export and `sql --write
+    --allow-files INSTALL` give their usual exit codes, and no process opens an internet
+    socket (only AF_UNIX). INSTALL used to try extensions.duckdb.org."""
+    import subprocess
+    import sys
+
+    from fixtures.gen_kineto import generate as kineto
+
+    jail = _network_jail()
+    if jail is None:
+        pytest.skip("needs root for `unshare -n` (a network namespace) and strace")
+    home = tmp_path / "home"
+    home.mkdir()
+    kineto(tmp_path / "k.json.gz", kernels=200)
+    src = tmp_path / "copy.sqlite"
+    shutil.copy(built[1], src)
+    db = tmp_path / "w.duckdb"
+    runs = [
+        (0, "ingest", "-j", "2", str(built[1]), str(tmp_path / "k.json.gz")),
+        (0, "report", "--by", "kernel"),
+        (0, "analyze"),
+        (0, "export", "-o", str(tmp_path / "out"), "--format", "parquet"),
+        (0, "upgrade"),
+        (2, "sql", "--write", "--allow-files", "INSTALL httpfs"),
+        (2, "sql", "--allow-files", "SELECT * FROM read_csv('https://example.com/x.csv')"),
+    ]
+    for i, (code, *args) in enumerate(runs + [(5, "--db", str(src), "ingest", str(src))]):
+        log = tmp_path / f"strace.{i}"
+        argv = [*args] if args[0] == "--db" else ["--db", str(db), *args]
+        proc = subprocess.run([*jail, "-o", str(log), sys.executable, "-m", "traceql", *argv],
+                              capture_output=True, text=True, cwd=REPO, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)})
+        assert proc.returncode == code, (args, proc.stderr)
+        sockets = [line for line in log.read_text().splitlines() if "socket(" in line or "connect(" in line]
+        assert not [line for line in sockets if "AF_UNIX" not in line], (args, sockets)
+    assert not (home / ".duckdb").exists()
+
+
 # ----------------------------------------------------------- 3. sql --write all or nothing
 
 def test_sql_write_all_or_nothing(ws):

@@ -120,8 +120,6 @@ def test_error_messages(ws_path, query, message):
     ("COPY (SELECT 1) TO 'one.csv'", "COPY"),
     ("EXPORT DATABASE 'dump'", "EXPORT"),
     ("PRAGMA enable_profiling", "PRAGMA"),
-    ("INSTALL httpfs", "INSTALL"),
-    ("LOAD httpfs", "LOAD"),
     ("SET threads = 1", "SET"),
     ("RESET threads", "RESET"),
     ("CALL pragma_version()", "CALL"),
@@ -135,6 +133,41 @@ def test_statements_that_write_are_refused_without_write(ws_path, query, keyword
     assert proc.returncode == 2, proc.stderr
     assert error_of(proc) == (f"traceql: error: SQL: {keyword} is not a query: it can change the workspace "
                               f"or write files; add --write to run it")
+    assert ws_path.read_bytes() == before
+
+
+@pytest.mark.parametrize("query, keyword", [
+    ("INSTALL httpfs", "INSTALL"),
+    ("force install httpfs FROM 'http://example.com'", "FORCE INSTALL"),
+    ("LOAD httpfs", "LOAD"),
+    ("UPDATE EXTENSIONS", "UPDATE EXTENSIONS"),
+    ("SET custom_extension_repository = 'http://example.com'", "SET of an extension setting"),
+    ('SET GLOBAL "autoinstall_known_extensions" = true', "SET of an extension setting"),
+    ("RESET autoload_known_extensions", "RESET of an extension setting"),
+    ("PRAGMA extension_directory = '/tmp'", "PRAGMA of an extension setting"),
+    ("SELECT 1; LOAD httpfs", "LOAD"),
+])
+def test_extensions_are_refused_even_with_write_and_files(ws_path, query, keyword):
+    """traceql never reaches the network: with --write --allow-files, INSTALL used to download
+    httpfs from extensions.duckdb.org. Refused before anything runs, with or without write."""
+    before = ws_path.read_bytes()
+    message = (f"SQL: {keyword} is refused: traceql works offline, with the extensions of its own package "
+               "(none is installed, loaded or configured, even with --write)")
+    for options in ({}, {"write": True, "allow_files": True}):
+        with traceql.open(ws_path, **options) as ws:
+            with pytest.raises(UsageError) as err:
+                ws.sql(query)
+        assert str(err.value) == message
+        if not options:  # (a connection that may write can checkpoint as it closes)
+            assert ws_path.read_bytes() == before
+
+
+def test_install_with_write_and_files_exits_2(ws_path):
+    before = ws_path.read_bytes()
+    proc = sql(ws_path, "--write", "--allow-files", "INSTALL httpfs")
+    assert proc.returncode == 2
+    assert error_of(proc) == ("traceql: error: SQL: INSTALL is refused: traceql works offline, with the extensions "
+                              "of its own package (none is installed, loaded or configured, even with --write)")
     assert ws_path.read_bytes() == before
 
 

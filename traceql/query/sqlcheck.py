@@ -3,9 +3,10 @@
 1. Parse it with sqlglot in its dialect (DuckDB unless --dialect). A syntax error is one
    line with its position: `syntax error at or near "AND" (line 1, column 33)`.
 2. Refuse, unless write access was asked for (`--write`, `traceql.open(path, write=True)`),
-   every statement that is not a query: DDL, DML, ATTACH, COPY, PRAGMA, INSTALL/LOAD, SET,
-   CALL, EXPORT, transactions, ... Read-only are SELECT/WITH/VALUES/FROM queries, DESCRIBE,
-   SHOW, SUMMARIZE, PIVOT and EXPLAIN of a query.
+   every statement that is not a query: DDL, DML, ATTACH, COPY, PRAGMA, SET, CALL, EXPORT,
+   transactions, ... Read-only are SELECT/WITH/VALUES/FROM queries, DESCRIBE, SHOW, SUMMARIZE,
+   PIVOT and EXPLAIN of a query. INSTALL, LOAD, UPDATE EXTENSIONS and extension settings are
+   refused even with write access (check_offline): traceql never reaches the network.
 3. Look every view and column up in the workspace's catalog (the contract views and any
    table made with --write). An unknown one is reported with the closest names, from the
    contract and difflib: `no column kernel.duration; did you mean kernel.dur?`. Where a
@@ -62,6 +63,12 @@ _READ_ONLY = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery, exp.Descri
 _WRITE_NODES = (exp.DML, exp.DDL, exp.Command, exp.Copy, exp.Attach, exp.Detach, exp.Pragma, exp.Set,
                 exp.Install, exp.Use, exp.Transaction, exp.Commit, exp.Rollback, exp.TruncateTable)
 _DUCKDB_READ = ("SELECT", "EXPLAIN")
+# What would fetch or load code: INSTALL/FORCE INSTALL/LOAD (DuckDB's LOAD statement),
+# UPDATE EXTENSIONS, and a SET/RESET/PRAGMA of an extension setting (a repository URL,
+# autoinstall). Refused even with --write --allow-files: traceql works offline.
+_EXTENSION_SETTING = re.compile(r"^\s*(?:SET|RESET|PRAGMA)\s+(?:(?:GLOBAL|SESSION|LOCAL)\s+)?"
+                                r"\"?\w*(?:extension|repositor)", re.I)
+_UPDATE_EXTENSIONS = re.compile(r"^\s*UPDATE\s+EXTENSIONS\b", re.I)
 
 
 _FILE_LIKE = re.compile(r"[./\\*]")
@@ -145,6 +152,11 @@ def _prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dia
         raise UsageError("SQL: empty query")
     if params is not None and not isinstance(params, (dict, list, tuple)):
         raise UsageError("SQL: parameters are a dict ($name placeholders) or a list (? placeholders)")
+    try:  # refused with or without --write: said before "add --write" could be
+        for st in con.extract_statements(text):
+            check_offline(st.type.name, st.query)
+    except duckdb.Error:
+        pass  # not DuckDB's SQL (another dialect, a syntax error): checked below as it runs
     trees = _parse(text, dialect, con)
     if trees is not None:
         for tree in trees:
@@ -183,6 +195,7 @@ def _prepare(text: str, con: duckdb.DuckDBPyConnection, catalog: Catalog, *, dia
             kind = st.type.name
             if kind == "EXPLAIN":  # EXPLAIN ANALYZE runs the statement it explains: classify that one
                 kind = explained_kind(con, st.query)
+            check_offline(kind, st.query)
             if kind not in _DUCKDB_READ and not write:
                 if trees is not None and any(isinstance(t, exp.Pivot) for t in trees):
                     raise UsageError("SQL: a PIVOT without an IN list makes DuckDB create a type first; "
@@ -270,6 +283,22 @@ def check_dialect(dialect: str | None) -> str:
     if d not in DIALECTS:
         raise UsageError(f"--dialect {dialect}: unknown SQL dialect; dialects: {', '.join(sorted(DIALECTS))}")
     return d
+
+
+def check_offline(kind: str, text: str) -> None:
+    """UsageError for a statement that would install, load or update a DuckDB extension, or
+    change where or whether DuckDB fetches one: traceql never reaches the network."""
+    words = text.split()
+    if kind == "LOAD":
+        what = " ".join(w.upper() for w in words[:2] if w.upper() in ("FORCE", "INSTALL", "LOAD"))
+    elif _UPDATE_EXTENSIONS.match(text):
+        what = "UPDATE EXTENSIONS"
+    elif kind == "SET" and _EXTENSION_SETTING.match(text):
+        what = f"{words[0].upper()} of an extension setting"
+    else:
+        return
+    raise UsageError(f"SQL: {what} is refused: traceql works offline, with the extensions of its own "
+                     "package (none is installed, loaded or configured, even with --write)")
 
 
 def refusal(keyword: str) -> str:
