@@ -302,6 +302,8 @@ def test_cli(fixture, tmp_path):
 def test_every_rule_joins_in_linear_or_n_log_n_time(fixture):
     """EXPLAIN each rule as analyze runs it: hash joins on equality keys and ASOF joins only."""
     _, ws, _ = fixture
+    for r in analyze_mod.rules().values():  # build what the rules read first: building the derived
+        ws.ensure(r.query.sql)               # tables reopens the connection, which forgets a SET
     ws.execute("SET asof_loop_join_threshold = 0")
     problems = []
     try:

@@ -133,7 +133,8 @@ class WorkspaceFile:
         for the traces that lack them, and keep them in the workspace: under the workspace lock,
         in a copy renamed over it, as an ingest writes (what another process built meanwhile is
         not built again). A workspace that cannot be written gets them in a private temporary
-        copy for this session, said in self.notes (and to on_wait)."""
+        copy for this session, said in self.notes (and to on_wait). Building reopens the
+        connection: a SET or TEMP object made on it before is gone (call ensure() first)."""
         if not self._pending:
             return
         from traceql.derive import derivation
@@ -346,7 +347,8 @@ class WorkspaceFile:
 
     def execute(self, query, params=None):
         """Run trusted SQL (the query library's) as it is: no checks. Use sql() for SQL
-        that a user wrote."""
+        that a user wrote. When QUERY reads a derived table not built yet, ensure() builds it
+        and reopens the connection first, forgetting earlier SETs."""
         self.ensure(query if isinstance(query, str) else getattr(query, "query", None) or "")
         try:
             return self.con.execute(query, params or [])
