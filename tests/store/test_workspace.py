@@ -191,3 +191,26 @@ def test_ingest_memory_settings(tmp_path, monkeypatch, limit):
     db = tmp_path / "ws.duckdb"
     traceql.ingest([nsys_stub(tmp_path / "a.sqlite")], db=db)
     assert table_rows(db, "SELECT count(*) AS n FROM trace") == [{"n": 1}]
+
+
+def test_small_inputs_are_written_on_one_duckdb_thread(tmp_path):
+    """A writing connection runs DuckDB on one thread when what it reads (the exports of an ingest,
+    else the workspace) holds fewer than SMALL_INPUT_BYTES, and on every core otherwise: a sparse
+    file of SMALL_INPUT_BYTES is not small."""
+    import duckdb
+
+    from traceql.core.settings import SMALL_INPUT_BYTES, cores
+    from traceql.store.transaction import writing_copy
+
+    small = nsys_stub(tmp_path / "a.sqlite")
+    big = tmp_path / "big.sqlite"
+    with open(big, "wb") as fh:
+        fh.truncate(SMALL_INPUT_BYTES)
+    default = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
+    assert default == cores()
+    db = tmp_path / "ws.duckdb"
+    for files, want in (([small], 1), ([small, big], default), ((), 1)):
+        with writing_copy(db, files=files) as con:
+            assert con.execute("SELECT current_setting('threads')").fetchone()[0] == want, files
+    traceql.ingest([small], db=db)
+    assert table_rows(db, "SELECT count(*) AS n FROM kernel") == [{"n": 1}]

@@ -17,6 +17,14 @@ from traceql.core.faults import first_line
 DEFAULT_MEMORY_LIMIT = "3GB"  # DuckDB buffer pool; spills beyond it (TRACEQL_MEMORY_LIMIT to change)
 BLOCK_ALLOCATOR_MEMORY = "1.5GB"  # with the default limit: freed blocks kept for reuse (configure)
 
+# Below this many bytes of input (the exports an ingest reads; the workspace a family build, rm or
+# upgrade copies) a writing connection runs DuckDB on one thread (small_input_threads). DuckDB
+# splits a scan by row groups of 122,880 rows, and such inputs hold about one per table: no
+# statement of a 3.8 MB export (17 k kernels) ran faster than its CPU time on 2 threads, and the
+# second thread's scheduling cost 24 % more CPU for the same ingest. 32 MB is about 75 k-150 k
+# kernels in the exports measured.
+SMALL_INPUT_BYTES = 32 * 10**6
+
 
 # NVTX ranges nested this deep or deeper (depth >= the cap) hold no GPU work in op_range and get
 # a shortened path: stacks 20,000 deep would otherwise cost memory quadratic in the depth.
@@ -87,6 +95,18 @@ def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path | None, share: str 
     con.execute("SET nested_loop_join_threshold = 0")
     con.execute("SET merge_join_threshold = 0")
     con.execute("SET VARIABLE nvtx_depth_cap = ?", [NVTX_DEPTH_CAP])
+
+
+def small_input_threads(paths) -> int | None:
+    """1 when the files PATHS (missing ones count as empty) hold fewer than SMALL_INPUT_BYTES
+    together, else None (DuckDB's default: every core)."""
+    total = 0
+    for p in paths:
+        try:
+            total += os.stat(p).st_size
+        except OSError:
+            pass
+    return 1 if total < SMALL_INPUT_BYTES else None
 
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,

@@ -18,7 +18,7 @@ import duckdb
 
 from traceql.core.errors import WorkspaceError
 from traceql.core.faults import fault, is_disk_full
-from traceql.core.settings import configure
+from traceql.core.settings import configure, small_input_threads
 from traceql.store import contract, guard
 from traceql.store.lock import real_path
 
@@ -109,7 +109,8 @@ def writing_copy(db: Path, files=()):
         try:
             if st is not None:  # a new file holds no macro (the check lists every function: 0.05 s)
                 guard.check_objects(con, named)
-            configure(con, None)
+            # one DuckDB thread for small inputs: the exports read, or the workspace itself
+            configure(con, None, threads=small_input_threads(files or [tmp]))
             yield con
             contract.write_version(con)
             con.execute("CHECKPOINT")
