@@ -258,3 +258,21 @@ def test_source_options_and_errors(lm, tmp_path):
         with pytest.raises(UsageError, match="99"):
             ws.export_folded(tmp_path / "x.folded", trace_id=99)
     assert not (tmp_path / "x.folded").exists()
+
+
+def test_every_library_frame_rule_compiles_in_python_and_duckdb():
+    """The rules of schemas/stacks/library_frames.csv are the package's own and are not compiled at
+    ingest: each one, and each source's alternation, compiles in Python and in DuckDB (RE2), and
+    the standard-library rule knows os.py but not a user's train.py."""
+    import duckdb
+
+    from traceql.derive import callstacks
+
+    con = duckdb.connect()
+    patterns = callstacks.library_patterns()
+    assert set(patterns) == {(s, f) for s in callstacks.SOURCES for f in callstacks.FIELDS}
+    for key, pattern in patterns.items():
+        re.compile(pattern)
+        assert con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchone()[0] is False, key
+    stdlib = callstacks._stdlib_pattern()
+    assert re.search(stdlib, "os.py") and not re.search(stdlib, "train.py")

@@ -20,13 +20,22 @@ from functools import lru_cache
 _LIBRARIES = ("libstdc++.so.6", "libc++abi.so.1", "libc++abi.dylib", "libc++.1.dylib")
 
 
-def _load():
-    names = list(_LIBRARIES)
+def _candidates():
+    """Library names to try: the usual sonames first (loading one is instant), then what
+    ctypes.util.find_library finds, which runs ldconfig and gcc in subprocesses (0.07 CPU s):
+    only when no usual name loads."""
+    yield from _LIBRARIES
     for lib in ("stdc++", "c++abi"):
         found = ctypes.util.find_library(lib)
         if found:
-            names.append(found)
-    for name in names:
+            yield found
+
+
+@lru_cache(maxsize=None)
+def _cxa():
+    """(__cxa_demangle, free) of the first C++ runtime that loads, or None; looked up on the
+    first name demangled, not at import (an export with no mangled name never needs it)."""
+    for name in _candidates():
         try:
             lib = ctypes.CDLL(name)
             func = lib.__cxa_demangle
@@ -45,12 +54,9 @@ def _load():
     return None
 
 
-_CXA = _load()
-
-
 def available() -> bool:
     """True when a C++ runtime with __cxa_demangle was found."""
-    return _CXA is not None
+    return _cxa() is not None
 
 
 def is_mangled(name: str | None) -> bool:
@@ -61,9 +67,9 @@ def is_mangled(name: str | None) -> bool:
 def demangle(name: str) -> str:
     """The demangled form of an Itanium-mangled symbol, or `name` unchanged when it is not
     mangled or cannot be demangled."""
-    if _CXA is None or not is_mangled(name):
+    if not is_mangled(name) or _cxa() is None:
         return name
-    func, free = _CXA
+    func, free = _cxa()
     status = ctypes.c_int(0)
     for candidate in (name, name[1:]) if name.startswith("__Z") else (name,):
         ptr = func(candidate.encode("utf-8", "surrogateescape"), None, None, ctypes.byref(status))
