@@ -194,9 +194,9 @@ def test_ingest_memory_settings(tmp_path, monkeypatch, limit):
 
 
 def test_small_inputs_are_written_on_one_duckdb_thread(tmp_path):
-    """A writing connection runs DuckDB on one thread when what it reads (the exports of an ingest,
-    else the workspace) holds fewer than SMALL_INPUT_BYTES, and on every core otherwise: a sparse
-    file of SMALL_INPUT_BYTES is not small."""
+    """A writing connection runs DuckDB on one thread and without FSST compression when what it
+    reads (the exports of an ingest, else the workspace) holds fewer than SMALL_INPUT_BYTES, and on
+    every core with every compression otherwise: a sparse file of SMALL_INPUT_BYTES is not small."""
     import duckdb
 
     from traceql.core.settings import SMALL_INPUT_BYTES, cores
@@ -212,5 +212,39 @@ def test_small_inputs_are_written_on_one_duckdb_thread(tmp_path):
     for files, want in (([small], 1), ([small, big], default), ((), 1)):
         with writing_copy(db, files=files) as con:
             assert con.execute("SELECT current_setting('threads')").fetchone()[0] == want, files
+            disabled = con.execute("SELECT current_setting('disabled_compression_methods')").fetchone()[0]
+            assert disabled == ("FSST" if want == 1 else ""), files
     traceql.ingest([small], db=db)
     assert table_rows(db, "SELECT count(*) AS n FROM kernel") == [{"n": 1}]
+
+
+def test_the_first_family_build_checks_the_workspace_objects_once(tmp_path, monkeypatch):
+    """Opening a workspace and building a family on first use (a writing copy, then a new connection)
+    lists its objects for macros once: the copy of the checked file and the file written from it
+    are the same files (guard.identity). A file changed behind traceql's back is checked again."""
+    import duckdb
+
+    from traceql.core.errors import WorkspaceError
+    from traceql.store import guard
+
+    db = tmp_path / "ws.duckdb"
+    monkeypatch.delenv("TRACEQL_DERIVE", raising=False)
+    traceql.ingest([trace_file(SAXPY)], db=db)
+    calls = []
+    real = guard.shadowing
+    monkeypatch.setattr(guard, "shadowing", lambda con: calls.append(1) or real(con))
+    ws = traceql.open(db)
+    try:
+        assert "attribution" in ws._pending
+        ranges = ws.report("range")
+        assert ranges.num_rows > 0 and "attribution" not in ws._pending
+        assert len(calls) == 1
+        ws.con.close()
+        con = duckdb.connect(str(db))
+        con.execute("CREATE MACRO lower(x) AS x")
+        con.close()
+        with pytest.raises(WorkspaceError, match='"lower"'):
+            ws._connect()
+        assert len(calls) == 2
+    finally:
+        ws._held.close()
