@@ -52,6 +52,17 @@ def check_workspace_file(path) -> None:
     raise WorkspaceError(f"{path}: not a traceql workspace ({what}); --db names the workspace (a .duckdb file)")
 
 
+def identity(path) -> tuple | None:
+    """What tells one version of a file from any other: device, inode, size, modification and
+    change times (the change time cannot be set by a user, and every write or rename sets it).
+    None when PATH cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 def connect(database, *, read_only: bool = False, files=(), folders=(), temp_directory=None,
             sqlite: bool = True) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection to DATABASE (a path, or ':memory:') for traceql's own SQL: no

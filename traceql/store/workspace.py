@@ -57,6 +57,9 @@ class WorkspaceFile:
         self._on_wait = on_wait
         self._pending: dict[str, list[int]] = {}  # deferred families not built (traceql.derive.derivation)
         self._private: Path | None = None  # a copy holding families derived for this read-only workspace
+        # the identity (traceql.store.guard.identity) of the file whose objects were last checked
+        # (guard.check_objects) or that this Workspace wrote itself: not checked again
+        self._checked: tuple | None = None
         self.notes: list[str] = []  # what the user should know about this session (a private copy)
         self.on_connect: list = []  # called with each new connection (ensure() reconnects)
         from traceql.store.lock import remove_dead_leftovers
@@ -86,6 +89,7 @@ class WorkspaceFile:
         from traceql.store import guard
 
         guard.check_workspace_file(self.path)  # a SQLite export given as --db: DuckDB would fetch an extension
+        seen = None if self._private else guard.identity(self.path)  # (before it is opened: a later change differs)
         try:
             self.con = duckdb.connect(str(self._private or self.path), read_only=not self.write,
                                       config=query_config(self.allow_files))
@@ -103,7 +107,9 @@ class WorkspaceFile:
         shadowed = False
         try:
             if not self.write:
-                guard.check_objects(self.con, self.path)
+                if seen is None or seen != self._checked:
+                    guard.check_objects(self.con, self.path)
+                    self._checked = seen
             else:  # checked when the statements end; until then traceql's SQL calls system.main's built-ins
                 shadowed = bool(guard.shadowing(self.con))
         except BaseException:
@@ -143,6 +149,7 @@ class WorkspaceFile:
         if not wanted:
             return
         from traceql.store.load import build_families
+        from traceql.store import guard
         from traceql.store.transaction import check_writable, writing_copy
 
         self.con.close()
@@ -160,8 +167,11 @@ class WorkspaceFile:
                 from traceql.store.lock import workspace_lock
 
                 with workspace_lock(self.path, on_wait=self._on_wait, activity="derive"):
-                    with writing_copy(self.path) as con:
+                    # the copy of the file checked when it was opened is not checked again, and the file
+                    # written from it (traceql's own SQL adds no macro) not when it is opened next
+                    with writing_copy(self.path, checked=self._checked) as con:
                         build_families(con, wanted)
+                    self._checked = guard.identity(self.path)
             else:
                 self._build_private(wanted)
         finally:
