@@ -214,6 +214,8 @@ def main(argv=None) -> None:
                     help="first answers measured on the generated exports of --sizes")
     ap.add_argument("--no-nsys-ai", action="store_true")
     ap.add_argument("--no-eager", action="store_true", help="no TRACEQL_DERIVE=eager column (the --sizes rows take long)")
+    ap.add_argument("--no-eager-sizes", action="store_true",
+                    help="the TRACEQL_DERIVE=eager column for the real exports only, not for --sizes")
     ap.add_argument("--no-full-ingest", action="store_true", help="no full-ingest rows for --sizes (first answers only)")
     ap.add_argument("--out", default="bench/FIRST.md")
     ap.add_argument("--json", default=None)
@@ -226,7 +228,8 @@ def main(argv=None) -> None:
             bench.log(f"nsys-ai: {nsysai.problem}")
     results = [measure_input(src, nsysai, args.runs, args.answers, not args.no_eager) for src in small_inputs()]
     for k in args.sizes:
-        results.append(measure_input(DATA / f"torch_{k}.sqlite", nsysai, 1, args.big_answers, not args.no_eager))
+        results.append(measure_input(DATA / f"torch_{k}.sqlite", nsysai, 1, args.big_answers,
+                                     not (args.no_eager or args.no_eager_sizes)))
     db = DATA / "first_startup.duckdb"
     db.unlink(missing_ok=True)
     bench.run_child([sys.executable, "-m", "traceql", "--db", str(db), "ingest", str(small_inputs()[0])],
