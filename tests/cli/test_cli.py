@@ -209,3 +209,24 @@ print(sorted(r[0] for r in con.execute("SELECT family FROM derived_family").fetc
                           env={**os.environ, **env, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-2:] == ["[]", "['attribution', 'ingest']"]
+
+
+def test_one_file_ingest_starts_no_worker_machinery_nor_cxx_lookup(tmp_path):
+    # one file is read in the ingesting process: multiprocessing is not imported; an nsys export
+    # without mangled names never looks the C++ runtime up (find_library runs ldconfig and gcc)
+    probe = """
+import sys
+from traceql.cli import main
+sys.argv = ["traceql", "--db", sys.argv[1], "ingest", sys.argv[2]]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+from traceql.sources import demangle
+print(sorted(m for m in ("multiprocessing", "concurrent.futures", "traceql.store.parallel") if m in sys.modules),
+      demangle._cxa.cache_info().currsize)
+"""
+    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "ws.duckdb"), str(nsys_stub(tmp_path / "k.sqlite"))],
+                          capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[] 0"

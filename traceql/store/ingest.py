@@ -92,9 +92,11 @@ def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult
             create_contract(con, db)  # also refuses a contract table turned into a view by sql --write, ...
             if not fresh:  # a new workspace holds the contract as create_contract made it
                 purge_orphans(con)  # rows of a trace whose trace row was deleted: never absorbed by a new trace
-            from traceql.store import parallel  # multiprocessing: only when files are read in workers
+            workers = 1  # one file is read in this process: multiprocessing not even imported (0.02 CPU s)
+            if len(detected) > 1:
+                from traceql.store import parallel
 
-            workers = parallel.workers([d.path for d in detected], jobs)
+                workers = parallel.workers([d.path for d in detected], jobs)
             if workers > 1:
                 results += parallel.ingest_files(con, db, detected, user, workers, progress)
             for det in detected[len(results):]:
