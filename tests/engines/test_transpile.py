@@ -96,3 +96,23 @@ def test_asof_join_refusals():
         to_spark("SELECT p.ts FROM kernel p ASOF JOIN nvtx_range s ON s.trace_id = p.trace_id AND s.ts >= p.ts")
     with pytest.raises(UntranslatableError, match=r"one inequality on the time expected"):
         to_spark("SELECT p.ts FROM kernel p ASOF JOIN nvtx_range s ON s.trace_id = p.trace_id")
+
+
+def test_shared_ctes_are_computed_once():
+    """A CTE read twice or more is a step of its own (Spark would inline and run it at each
+    read), with the once-read CTEs it needs; the rest reads it as a view."""
+    from traceql.engines.transpile import SHARED_VIEW_PREFIX as P, shared_ctes
+
+    assert shared_ctes("WITH a AS (SELECT 1 AS x), b AS (SELECT x FROM a), c AS (SELECT x FROM b) "
+                       "SELECT * FROM c JOIN c AS d USING (x) UNION ALL SELECT x FROM a") == (
+        ((f"{P}a", "SELECT 1 AS x"), (f"{P}c", f"WITH b AS (SELECT x FROM {P}a AS a) SELECT x FROM b")),
+        f"SELECT * FROM {P}c AS c JOIN {P}c AS d USING (x) UNION ALL SELECT x FROM {P}a AS a")
+    for unchanged in ["WITH a AS (SELECT 1 AS x) SELECT * FROM a",  # read once
+                      "WITH a(y) AS (SELECT 1 AS x) SELECT * FROM a, a AS b",  # column names of its own
+                      "WITH a AS (SELECT ? AS x) SELECT * FROM a, a AS b",  # ? parameters count by place
+                      "WITH a AS (SELECT 1 AS x) SELECT * FROM a, (WITH a AS (SELECT 2 AS x) SELECT * FROM a) AS b"]:
+        assert shared_ctes(unchanged) == ((), unchanged)
+    q = library.collection(())["analyze/iterations"]
+    steps, final = shared_ctes(to_spark(q.sql))
+    assert [v.removeprefix(P) for v, _ in steps] == ["with_gpu", "qualified", "chosen", "kstarts", "iters", "found"]
+    assert final.count(f"{P}found AS found") == 2 and "WITH abstained AS" in final

@@ -15,7 +15,10 @@ parameters bound by Spark (`:name` markers), never pasted into the text. The res
 as Arrow with the columns and the Arrow types DuckDB gives the same query: the types are read
 from DuckDB running the query over an empty in-memory copy of the contract, and Spark's columns
 are cast to them (a cast that would lose a value fails). So `report`, `query` and `summary`
-return what they return on the workspace, row for row; the tests compare them.
+return what they return on the workspace, row for row; the tests compare them. A CTE the
+query reads twice or more runs first, once, checkpointed on the executors under a temporary
+view the rest reads (transpile.shared_ctes: Spark would inline it at every read), dropped
+after the query.
 
 The session: pyspark's SparkSession builder, which reads the usual Spark configuration
 (spark-defaults.conf in $SPARK_CONF_DIR or $SPARK_HOME/conf, PYSPARK_SUBMIT_ARGS, SPARK_*
@@ -289,23 +292,35 @@ class SparkWorkspace:
         """Run the DuckDB SQL of the query library (trusted SQL, as Workspace.execute) on Spark:
         translated by traceql.engines.transpile, parameters bound by Spark, the result with DuckDB's
         column types."""
-        from traceql.engines.transpile import to_spark
+        from traceql.engines.transpile import shared_ctes, to_spark
 
         if self._closed:
             raise UsageError("the Spark workspace is closed")
         spark_sql, views = to_spark(sql, tables=True)
         self._activate(sorted(views & set(parquet.VIEWS)))
         args = _spark_args(params)
+        steps, final = shared_ctes(spark_sql)
+        cached = []
         try:
-            df = self.spark.sql(spark_sql, args=args) if args is not None else self.spark.sql(spark_sql)
-            table = df.toArrow()
+            for view, step in steps:  # each CTE the query reads twice or more, computed once
+                df = self._sql(step, args).localCheckpoint(eager=True)
+                cached.append((view, df))
+                df.createOrReplaceTempView(view)
+            table = self._sql(final, args).toArrow()
         except Exception as exc:  # pyspark's errors: one line, as the DuckDB engine gives them
             from pyspark.errors import PySparkException
 
             if isinstance(exc, PySparkException) or type(exc).__module__.startswith("py4j"):
                 raise UsageError(f"Spark: {_one_line(exc)}") from None
             raise
+        finally:
+            for view, df in reversed(cached):
+                self.spark.catalog.dropTempView(view)
+                _free_checkpoint(df)
         return _Result(self._conform(table, sql, params))
+
+    def _sql(self, text: str, args):
+        return self.spark.sql(text, args=args) if args is not None else self.spark.sql(text)
 
     def _template(self, sql: str, params) -> "pa.Schema":
         """The Arrow schema DuckDB gives SQL with these parameters (run over the empty contract)."""
@@ -442,6 +457,15 @@ class ExportOpener:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _free_checkpoint(df) -> None:
+    """Release the blocks of a DataFrame made by localCheckpoint() (its plan is one LogicalRDD over
+    the checkpointed RDD); else Spark's cleaner frees them when the JVM collects the RDD."""
+    try:
+        df._jdf.queryExecution().analyzed().rdd().unpersist(False)
+    except Exception:  # noqa: BLE001 - another plan shape, or the JVM is gone: nothing to free now
+        pass
 
 
 def _spark_args(params):
