@@ -217,6 +217,27 @@ def test_cli_end_to_end(job, session, run):
     assert not session.sparkContext._jsc.sc().isStopped()
 
 
+def test_cli_db_url_of_another_hadoop_file_system(job, session, run):
+    """--db a URL of a Hadoop file system other than the local one, as hdfs:// and s3a:// are:
+    viewfs:// (Hadoop's mount-table file system, in the JVM, no cluster), whose /job is mounted on
+    the export's directory by --spark-conf. The report equals DuckDB's only if the URL reaches
+    Hadoop as written: `Path(url)` makes it viewfs:/tq/job (no mount table), and /job is no
+    local directory. An s3a:// URL reaches Hadoop too: this pyspark has no S3A connector
+    (hadoop-aws), and the one line says so."""
+    db, export, _, _ = job
+    args = ["report", "--by", "kernel", "--format", "csv"]
+    duck = run("--db", db, *args)
+    # a Hadoop setting by its own name: the running session's queries read it (spark.hadoop.KEY
+    # is for a new session: its prefix is stripped when a SparkContext starts)
+    mount = f"fs.viewfs.mounttable.tq.link./job={export.as_uri()}"
+    assert run("--db", "viewfs://tq/job", *args, "--engine", "spark", "--spark-conf", mount) == duck
+    assert duck[0] == 0 and len(duck[1].splitlines()) > 5
+    code, out, err = run("--db", "s3a://bucket/job", *args, "--engine", "spark")
+    assert (code, out, len(err.splitlines())) == (2, "", 1)
+    assert err.startswith("traceql: error: s3a://bucket/job: the export has no readable folder kernel/ ("), err
+    assert "org.apache.hadoop.fs.s3a.S3AFileSystem not found" in err, err
+
+
 def test_ingest_on_spark_equals_ingest_and_export(job, session, run):
     """`ingest --engine spark`: the files on Spark tasks, each trace's partitions equal, file for
     file, to those `ingest` + `export --partition-by trace` wrote (ingested_at aside: the time of
