@@ -12,18 +12,22 @@ connection, so none is shared with a child.
     with CliServer() as server:
         proc = server.run("--db", "w.duckdb", "report", "--by", "kernel")   # a CompletedProcess
 
-What differs from a new process: environment variables that traceql reads only at import time
-keep the server's value (no module of traceql reads one then; a test that changes PYTHONPATH or
-the Python executable needs a real process)."""
+`cli(*ARGS)` (tests.util.cli) runs each command on one such server per test process, started on
+first use. What differs from a new process: every module of traceql, with DuckDB and pyarrow, is
+already imported (a test of what a command imports needs a real process), and environment
+variables that traceql reads only at import time keep the server's value (no module of traceql
+reads one then; a test that changes PYTHONPATH or the Python executable needs a real process)."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -51,10 +55,12 @@ class CliServer:
             self.proc.wait(timeout=60)
             self.proc = None
 
-    def run(self, *args, env: dict | None = None, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(self, *args, env: dict | None = None, cwd=None, timeout: float = 120,
+            exact_env: bool = False) -> subprocess.CompletedProcess:
         """What `subprocess.run([python, -m, traceql, *ARGS], capture_output=True, text=True)`
-        returns, with the server's environment plus ENV, in CWD (default: the repository)."""
-        request = {"args": [str(a) for a in args], "env": {**self.env, **(env or {})},
+        returns, with the server's environment plus ENV (ENV alone with exact_env), in CWD
+        (default: the repository)."""
+        request = {"args": [str(a) for a in args], "env": dict(env or {}) if exact_env else {**self.env, **(env or {})},
                    "cwd": str(cwd or REPO), "timeout": timeout}
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
@@ -67,6 +73,25 @@ class CliServer:
                                             answer["stderr"])
         return subprocess.CompletedProcess(["traceql", *request["args"]], answer["code"], answer["stdout"],
                                            answer["stderr"])
+
+
+_SHARED: list[CliServer] = []
+_LOCK = threading.Lock()
+
+
+def cli(*args, cwd=None, env: dict | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """What `subprocess.run([python, -m, traceql, *ARGS], capture_output=True, text=True, cwd=CWD,
+    env={**os.environ, PYTHONPATH: the repository, **ENV})` returns (tests.util.cli_process),
+    from one server per test process, started on first use: this process's environment as it
+    is at the call, not as it was when the server started. The server's stdin is its request
+    pipe, the command's /dev/null; a test that feeds stdin, signals the command or needs a new
+    interpreter runs a real process."""
+    with _LOCK:
+        if not _SHARED or _SHARED[0].proc.poll() is not None:
+            _SHARED[:] = [CliServer().__enter__()]
+            atexit.register(_SHARED[0].close)
+        return _SHARED[0].run(*args, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, cwd=cwd,
+                              timeout=timeout, exact_env=True)
 
 
 def _child(request: dict, out_w: int, err_w: int) -> None:
@@ -151,7 +176,18 @@ def _serve_one(request: dict) -> dict:
 
 def serve() -> None:
     """Read one JSON request a line from stdin, answer one JSON line on stdout, until EOF."""
+    import importlib
+    import pkgutil
+
+    import traceql
     import traceql.cli.main  # noqa: F401 - what every command imports, once (traceql/__main__.py runs in each child)
+
+    # What the commands import when they run (DuckDB, pyarrow, sqlglot, the readers, the store):
+    # 0.35 CPU s of each forked command's 0.5 on a tiny workspace. No module of traceql opens a
+    # connection or starts a thread when imported.
+    for module in pkgutil.walk_packages(traceql.__path__, "traceql."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
 
     for line in sys.stdin:
         answer = _serve_one(json.loads(line))

@@ -76,8 +76,18 @@ def source_rows(path, sql: str, *args) -> list[tuple]:
         con.close()
 
 
-def cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
-    """`traceql ARGS` as a user runs it: a subprocess (`python -m traceql`), text output captured."""
+def cli(*args, cwd=None, env=None, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """`traceql ARGS` as a user runs it, text output captured: what cli_process returns, from a
+    child forked off a warm server (tests/cli_server.py) instead of a new interpreter, which
+    costs 0.4-0.9 CPU s a command in Python's start-up and traceql's imports alone."""
+    from .cli_server import cli as served
+
+    return served(*args, cwd=cwd, env=env, timeout=timeout)
+
+
+def cli_process(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """`traceql ARGS` as a user runs it: a subprocess (`python -m traceql`), text output captured.
+    For what only a new interpreter shows (stdin, signals, start-up imports)."""
     return subprocess.run([sys.executable, "-m", "traceql", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd or REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 

@@ -9,10 +9,7 @@ import csv
 import io
 import json
 import math
-import os
 import shutil
-import subprocess
-import sys
 
 import duckdb
 import pytest
@@ -24,14 +21,14 @@ from traceql.analysis.diff_rules import GATE_EXIT
 
 from .test_diff_stats import _yuen_by_hand, t_tail_by_integration
 from ..util import REPO, trace_file
+from ..util import cli as served
 
 STEPS_A, STEPS_B = 40, 36
 
 
 def run(*args, env=None, timeout=300):
-    """traceql as a child process; subprocess.run kills it when the timeout expires."""
-    return subprocess.run([sys.executable, "-m", "traceql", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    """traceql as a child process (tests.util.cli), killed when the timeout expires."""
+    return served(*args, env=env, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

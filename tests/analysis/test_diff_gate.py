@@ -7,12 +7,9 @@ every row of a golden output."""
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
@@ -22,7 +19,7 @@ from fixtures.slowdown import kernel_totals, slow_down
 from traceql.analysis.diff_rules import GATE_EXIT
 
 from ..project.test_fixtures_ingest import check_golden
-from ..util import REPO
+from ..util import cli as served
 
 STEPS = 20
 HEAVY = KERNELS["gemm_bwd"][0]  # 1.2 ms of a step of about 1.5 ms (weights below)
@@ -31,8 +28,7 @@ IDS = {"a": 1, "b": 2, "b10": 3, "b20": 4, "renamed": 5, "nosteps": 6, "othergpu
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "traceql", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "100"})
+    return served(*args, timeout=300, env={"COLUMNS": "100"})
 
 
 @pytest.fixture(scope="module")

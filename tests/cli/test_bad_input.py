@@ -32,6 +32,7 @@ from traceql.core.errors import InputError, WorkspaceError
 
 from .. import fuzz
 from ..util import REPO, make_sqlite, nsys_stub, sha256, trace_file
+from ..util import cli as served
 
 SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
 GLOBAL_PID = 4242 << 24  # nsys globalPid/globalTid of pid 4242, tid 0 (+ tid)
@@ -39,7 +40,10 @@ GLOBAL_PID = 4242 << 24  # nsys globalPid/globalTid of pid 4242, tid 0 (+ tid)
 
 def cli(*args, cwd=None, env=None, user=None, timeout=120):
     """Run `python -m traceql ARGS` as a user would; user='nobody' drops root's privileges
-    (root ignores file modes, so read-only cases would prove nothing as root)."""
+    (root ignores file modes, so read-only cases would prove nothing as root): a new process,
+    else one forked off a warm server (tests.util.cli)."""
+    if user is None:
+        return served(*args, cwd=cwd, env=env, timeout=timeout)
     preexec = None
     if user == "nobody" and os.geteuid() == 0:
         def preexec():

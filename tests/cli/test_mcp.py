@@ -28,8 +28,7 @@ TOOLS = {"traces", "schema", "report", "summary", "sql", "analyze", "diff"}
 
 
 def traceql(*args) -> str:
-    proc = subprocess.run([sys.executable, "-m", "traceql", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=600)
+    proc = cli(*args, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

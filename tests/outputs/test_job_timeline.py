@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import sys
 
 import duckdb
 import pytest
@@ -19,7 +17,7 @@ from traceql.outputs.job_timeline import ID_STRIDE
 
 from .. import rank_oracle
 from .test_timeline import check_structure, ns
-from ..util import REPO, ingested, nsys_stub, trace_file
+from ..util import cli, ingested, nsys_stub, trace_file
 
 NCCL = "nccl-ring-2nodes-3gpus-nsys2024.5"
 SKEW = [0, 1_234_567, -654_321]
@@ -83,8 +81,7 @@ def test_clock_gaps_from_the_files(job):
 
 
 def merged(db, out, *args):
-    proc = subprocess.run([sys.executable, "-m", "traceql", "--db", str(db), "export", "--format", "perfetto",
-                           "-o", str(out), *map(str, args)], capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = cli("--db", db, "export", "--format", "perfetto", "-o", out, *args, timeout=300)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     return proc.stdout, doc, check_structure(doc, id_stride=ID_STRIDE)
@@ -188,6 +185,5 @@ def test_a_trace_without_a_utc_start_is_a_job_on_its_own_clock(job, tmp_path):
     stub_pid = next(pid for name, pid in groups.items() if "trace 7" in name)
     stub_ts = [e["ts"] for e in doc["traceEvents"] if e.get("pid") == stub_pid and "ts" in e]
     assert min(stub_ts) == pytest.approx(0, abs=0.01)  # its own first event, not the stub's raw ts after the job's UTC origin
-    proc = subprocess.run([sys.executable, "-m", "traceql", "--db", str(copy), "export", "--format", "csv", "-o",
-                           str(tmp_path / "csv"), "--align-clocks"], capture_output=True, text=True, cwd=REPO)
+    proc = cli("--db", copy, "export", "--format", "csv", "-o", tmp_path / "csv", "--align-clocks")
     assert proc.returncode == 2 and "--align-clocks applies to --format perfetto" in proc.stderr

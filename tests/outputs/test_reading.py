@@ -26,7 +26,7 @@ import pytest
 
 import traceql
 
-from ..util import REPO, TRACES, ingested, trace_file
+from ..util import REPO, TRACES, cli, ingested, trace_file
 
 WIDTHS = (80, 100, 120)
 UNRELATED = ("nvfuser-8xh100-nsys2024.6/report1.sqlite",
@@ -377,9 +377,7 @@ def test_op_report_scales_flops_and_bytes(qwen, cols):
         assert human_flops(r["flops"]) in text and human_bytes(r["bytes"]) in text
         assert f"{r['flops']:,}" not in text
     assert re.search(r"\d(\.\d+)? TFLOP", text) and re.search(r"\d(\.\d+)? GB", text)
-    csv_text = subprocess.run([sys.executable, "-m", "traceql", "--db", str(qwen), "report", "--by", "op",
-                               "--format", "csv"], capture_output=True, text=True, cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
+    csv_text = cli("--db", qwen, "report", "--by", "op", "--format", "csv").stdout
     assert str(costed[0]["flops"]) in csv_text  # exact, for machines
     header = text.split("---")[0].split()
     assert "flops" in header and {"kernels", "per", "call"} <= set(header)

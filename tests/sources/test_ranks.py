@@ -10,10 +10,7 @@ and --host), all or nothing when a worker's file fails, the CLI end to end."""
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -26,15 +23,15 @@ from traceql.core.errors import InputError, UsageError
 from traceql.core.resources import CONTRACT_TABLES
 
 from .. import rank_oracle
-from ..util import REPO, ingested, make_sqlite, nsys_stub, sha256, trace_file
+from ..util import cli as served
+from ..util import ingested, make_sqlite, nsys_stub, sha256, trace_file
 from ..util import source_rows as source
 
 NCCL = "nccl-ring-2nodes-3gpus-nsys2024.5"
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "traceql", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=300, env={**os.environ, **(env or {})})
+    return served(*args, env=env, timeout=300)
 
 
 def trace_rows(db) -> dict[str, dict]:

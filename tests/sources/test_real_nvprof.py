@@ -11,11 +11,8 @@ definition: a range's parent is the tightest range on its thread that encloses i
 from __future__ import annotations
 
 import ast
-import os
 import sqlite3
 import struct
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -23,7 +20,8 @@ import pytest
 
 import traceql
 
-from ..util import NO_TRACES, REPO, TRACES, trace_file
+from ..util import NO_TRACES, TRACES, trace_file
+from ..util import cli as served
 
 PYTORCH = "nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql"
 # CUPTI enums, written out here independently of schemas/nvprof.
@@ -298,8 +296,7 @@ def test_fallback_reader_reads_the_real_file_the_same(nvprof_ws, tmp_path, monke
 # --------------------------------------------------------------------------- the CLI
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "traceql", *args], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    return served(*args)
 
 
 def test_cli_on_an_nvprof_workspace(tmp_path):

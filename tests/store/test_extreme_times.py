@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import traceql
 
-from ..util import REPO, nsys_stub
+from ..util import nsys_stub
+from ..util import cli as served
 
 M = 2 ** 63
 L = 2 ** 62  # the limit of times and of one trace's summed durations (traceql.core.settings.TIME_LIMIT_NS)
@@ -70,8 +70,7 @@ def _kineto(path: Path, base: int | None, kernels: list[tuple]) -> Path:
 
 
 def _ingest(db: Path, src: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traceql", "--db", str(db), "ingest", str(src)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    return served("--db", db, "ingest", src, timeout=300)
 
 
 def _check_exact(db: Path, durs: list[int], starts: list[int]) -> None:
@@ -211,17 +210,15 @@ def test_overflow_in_traceqls_own_sql_is_a_data_error(tmp_path):
     overflow in the user's own query stays a SQL error (exit 2)."""
     src, db = _nsys(tmp_path / "x.sqlite", [(100, 250)]), tmp_path / "ws.duckdb"
     assert _ingest(db, src).returncode == 0
-    cli = [sys.executable, "-m", "traceql", "--db", str(db)]
-    run = dict(capture_output=True, text=True, cwd=REPO, timeout=300)
-    moved = subprocess.run(cli + ["sql", "--write", f"UPDATE kernel SET ts = {M - 100}"], **run)
+    moved = served("--db", db, "sql", "--write", f"UPDATE kernel SET ts = {M - 100}", timeout=300)
     assert moved.returncode == 0, moved.stderr
-    proc = subprocess.run(cli + ["analyze"], **run)
+    proc = served("--db", db, "analyze", timeout=300)
     assert (proc.returncode, proc.stdout) == (3, "")
     assert proc.stderr == (
         f"traceql: error: {db}: holds values too large for traceql's 64-bit arithmetic (Out of Range Error: "
         f"Overflow in addition of INT64 ({M - 100} + 150)!); ingest refuses times and durations beyond +-2**62 ns "
         "(docs/errors.md), so rows changed with sql --write or sizes this large are the cause\n")
-    user = subprocess.run(cli + ["sql", "SELECT ts + dur FROM kernel"], **run)
+    user = served("--db", db, "sql", "SELECT ts + dur FROM kernel", timeout=300)
     assert (user.returncode, user.stderr) == (
         2, f"traceql: error: SQL: Out of Range Error: Overflow in addition of INT64 ({M - 100} + 150)!\n")
 
@@ -256,8 +253,7 @@ def test_sums_across_traces_are_exact_or_refused(tmp_path):
     # three files in one command, each within its own limit (the issue's case): the second is named
     many = tmp_path / "many.duckdb"
     big = [_nsys(tmp_path / f"big{i}.sqlite", [(0, L - 1000)]) for i in range(3)]
-    proc = subprocess.run([sys.executable, "-m", "traceql", "--db", str(many), "ingest", "-j", "1", *map(str, big)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = served("--db", many, "ingest", "-j", "1", *big, timeout=300)
     assert (proc.returncode, proc.stderr, proc.stdout) == (3, _workspace_sum_beyond(big[1], 2, 2 * (L - 1000)), "")
     assert not many.exists()
 

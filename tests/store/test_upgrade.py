@@ -24,6 +24,7 @@ from traceql.store.contract import CONTRACT_VERSION
 from traceql.core.resources import CONTRACT_TABLES, ROW_ORDER
 
 from ..util import REPO, sha256, trace_file
+from ..util import cli as served
 
 V1 = "e1dfd9025cff6a490423b6827d2a513d408f1138"  # contract 1: the last commit before contract 2
 V2 = "f29a8b64a66dc30bedd9b1f39374493c67b00fb2"  # contract 2: the last commit before contract 3
@@ -67,8 +68,7 @@ def ingest_v1(package, sources, db):
 
 
 def cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "traceql", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout)
+    return served(*args, timeout=timeout)
 
 
 def sources(tmp):
