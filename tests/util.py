@@ -26,19 +26,23 @@ def trace_file(rel: str) -> Path:
     return path
 
 
-def ingested(tmp_path_factory, *rels: str) -> Path:
+def ingested(tmp_path_factory, *rels: str, derived: bool = False) -> Path:
     """A workspace of its own (a copy, free to write) holding the shared traces RELS ingested as
     a plain `traceql.ingest(files, db=...)` does, under the TRACEQL_DERIVE and TRACEQL_READER in
-    force. The ingest runs once per test session and list of files: the first test to ask builds
-    it under a file lock in the folder the xdist workers share (the one above each worker's
-    basetemp), the others copy it. 27 fixtures and tests ingested the same 10 sets of real traces
-    (cs336-jsun, the NCCL ring set, the Kineto traces, ...) each on their own, at 2-15 CPU s each.
-    Skips when ../shared/traces is absent."""
+    force (derived: with TRACEQL_DERIVE=eager, every derived family built at ingest). The ingest
+    runs once per test session and list of files: the first test to ask builds it under a file
+    lock in the folder the xdist workers share (the one above each worker's basetemp), the others
+    copy it. 27 fixtures and tests ingested the same 10 sets of real traces (cs336-jsun, the NCCL
+    ring set, the Kineto traces, ...) each on their own, at 2-15 CPU s each; derived=True spares
+    each copy the build of the families on its first read of them (11 CPU s on the Kineto
+    traces, in each of three modules). Skips when ../shared/traces is absent."""
     files = [trace_file(rel) for rel in rels]
     base = tmp_path_factory.getbasetemp()
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "ingested"
     shared.mkdir(exist_ok=True)
-    settings = [str(f) for f in files] + [f"{v}={os.environ.get(v, '')}" for v in ("TRACEQL_DERIVE", "TRACEQL_READER")]
+    env = {"TRACEQL_DERIVE": "eager"} if derived else {}
+    settings = [str(f) for f in files] + [f"{v}={env.get(v, os.environ.get(v, ''))}"
+                                          for v in ("TRACEQL_DERIVE", "TRACEQL_READER")]
     key = hashlib.sha256("\n".join(settings).encode()).hexdigest()[:16]
     built = shared / f"{key}.duckdb"
     with open(shared / f"{key}.lock", "w") as lock:
@@ -48,7 +52,16 @@ def ingested(tmp_path_factory, *rels: str) -> Path:
 
             part = shared / f"{key}.part.duckdb"
             part.unlink(missing_ok=True)
-            traceql.ingest(files, db=part)
+            saved = {v: os.environ.get(v) for v in env}
+            os.environ.update(env)
+            try:
+                traceql.ingest(files, db=part)
+            finally:
+                for v, value in saved.items():
+                    if value is None:
+                        os.environ.pop(v, None)
+                    else:
+                        os.environ[v] = value
             part.rename(built)
     copy = tmp_path_factory.mktemp("ingested") / "ws.duckdb"
     shutil.copyfile(built, copy)

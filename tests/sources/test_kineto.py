@@ -67,8 +67,8 @@ def events(doc: dict, kind: str) -> list[dict]:
 def real_kineto(tmp_path_factory) -> Path:
     """A workspace of every real Kineto trace of REAL, ingested once for the suite (tests/util.py
     ingested; tests/sources/test_kineto_oracles.py and tests/derive/test_op_comm_recompute.py read
-    it too, each by trace id)."""
-    return ingested(tmp_path_factory, *(f"{d}/{f}" for d, f in REAL.items()))
+    it too, each by trace id), its derived families built then (all three read them)."""
+    return ingested(tmp_path_factory, *(f"{d}/{f}" for d, f in REAL.items()), derived=True)
 
 
 def trace_ids(ws) -> dict[str, int]:
@@ -88,18 +88,27 @@ def real_ws(tmp_path_factory):
         yield ws, trace_ids(ws)
 
 
+@pytest.fixture(scope="module", params=sorted(REAL))
+def real_doc(request):
+    """(folder, its file's JSON), parsed once: pytest runs every test of one folder's file before
+    the next file's (a module-scoped parameter), instead of parsing each file once per test."""
+    path = TRACES / request.param / REAL[request.param]
+    if not path.exists():
+        pytest.skip(f"{path} not present ({NO_TRACES})")
+    return request.param, load(path)
+
+
 def one(ws, sql, params=None):
     return ws.sql(sql, params or {}).to_pylist()
 
 
 # ----------------------------------------------------------------------------- the must-show
 
-@pytest.mark.parametrize("folder", sorted(REAL))
-def test_kernel_count_and_time_equal_the_json(real_ws, folder):
+def test_kernel_count_and_time_equal_the_json(real_ws, real_doc):
     """Kernel count and summed kernel time (exact ns) equal an independent count of the file's
     ph 'X' events of category kernel (Kernel in 2020-2021 files)."""
     ws, ids = real_ws
-    doc = load(TRACES / folder / REAL[folder])
+    folder, doc = real_doc
     kernels = events(doc, "kernel")
     got = one(ws, "SELECT count(*) AS n, sum(dur) AS total FROM kernel WHERE trace_id = $t", {"t": ids[folder]})[0]
     assert got["n"] == len(kernels) > 0
@@ -110,12 +119,11 @@ def test_kernel_count_and_time_equal_the_json(real_ws, folder):
         Counter((ns(e["ts"]), ns(e["dur"])) for e in kernels)
 
 
-@pytest.mark.parametrize("folder", sorted(REAL))
-def test_other_views_equal_the_json(real_ws, folder):
+def test_other_views_equal_the_json(real_ws, real_doc):
     """Copies, memsets, API calls and ranges: counts and summed durations; devices; rank."""
     ws, ids = real_ws
+    folder, doc = real_doc
     t = {"t": ids[folder]}
-    doc = load(TRACES / folder / REAL[folder])
     for view, kind in (("memcpy", "memcpy"), ("memset", "memset"), ("api_call", "api"), ("nvtx_range", "range")):
         evs = events(doc, kind)
         got = one(ws, f"SELECT count(*) AS n, coalesce(sum(dur), 0) AS total FROM {view} WHERE trace_id = $t", t)[0]
@@ -148,12 +156,11 @@ def test_other_views_equal_the_json(real_ws, folder):
         assert (trace["clock"], trace["utc_offset_ns"]) == ("epoch", 0)
 
 
-@pytest.mark.parametrize("folder", sorted(REAL))
-def test_launch_pairs_each_gpu_op_with_the_call_of_its_correlation(real_ws, folder):
+def test_launch_pairs_each_gpu_op_with_the_call_of_its_correlation(real_ws, real_doc):
     """Every GPU event whose correlation id a CUDA call of the file carries is launched by that
     call (its name and start); the others have no launch, as counted here."""
     ws, ids = real_ws
-    doc = load(TRACES / folder / REAL[folder])
+    folder, doc = real_doc
     calls = {e["args"]["correlation"]: e for e in events(doc, "api") if "correlation" in e.get("args", {})}
     gpu = events(doc, "kernel") + events(doc, "memcpy") + events(doc, "memset")
     want = Counter((ns(e["ts"]), calls[c]["name"] if c in calls else None, ns(calls[c]["ts"]) if c in calls else None)
