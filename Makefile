@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CORE   := $(VENV)/.installed-core
 DEMO   := build/demo
 
-.PHONY: demo test docs bench bench-scaling bench-small bench-kineto bench-spark fuzz clean
+.PHONY: demo test docs bench bench-scaling bench-small bench-kineto bench-spark bench-spark-ingest fuzz clean
 
 # Everything the tests need (the test and spark extras: pyspark for tests/engines/test_spark.py).
 $(STAMP): pyproject.toml
@@ -85,6 +85,12 @@ bench-kineto: $(STAMP)
 # writes bench/SPARK.md. Needs the spark extra and Java 17.
 bench-spark: $(STAMP)
 	$(PY) bench/spark.py --jvm-variants
+
+# ingest --engine spark of 64 generated ranks of 2,000 kernels on local[1] and local[2] against
+# ingest -j 2 + export --partition-by trace (bench/spark_ingest.py): wall, CPU of every process,
+# peak memory, the exports compared; writes its section of bench/SPARK.md.
+bench-spark-ingest: $(STAMP)
+	$(PY) bench/spark_ingest.py --ranks 64 --kernels-per-rank 2000
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
