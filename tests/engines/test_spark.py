@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
@@ -243,7 +244,8 @@ def test_cli_db_url_of_another_hadoop_file_system(job, session, run):
 def test_ingest_on_spark_equals_ingest_and_export(job, session, run):
     """`ingest --engine spark`: the files on Spark tasks, each trace's partitions equal, file for
     file, to those `ingest` + `export --partition-by trace` wrote (ingested_at aside: the time of
-    the ingest). A failed task leaves the export as it was."""
+    the ingest), with --db and one input given as file:// URLs. A failed task leaves the export
+    as it was."""
     import pyarrow.parquet as pq
 
     from traceql.outputs import parquet
@@ -251,7 +253,9 @@ def test_ingest_on_spark_equals_ingest_and_export(job, session, run):
     _, export, sources, _ = job
     out = export.parent / "spark-ingested"
     ids = sorted(sources)[:3]  # the two generated traces and cs336-jsun (when present), in trace id order
-    code, text, err = run("--db", out, "ingest", "--engine", "spark", *[sources[t] for t in ids])
+    files = [sources[t] for t in ids]
+    files[0] = Path(files[0]).resolve().as_uri()  # an input given as a URL (file://: no cluster here) is read as one
+    code, text, err = run("--db", f"file://{out}", "ingest", "--engine", "spark", *files)
     assert (code, err) == (0, ""), err
     assert [line.split(":")[0] for line in text.splitlines() if line.startswith("added")] == \
         [f"added trace {t}" for t in ids]
