@@ -910,7 +910,10 @@ def test_sigterm_like_ctrl_c(tmp_path, two_exports, sig):
     # when the other xdist worker held both cores)
     proc = subprocess.Popen([sys.executable, "-m", "traceql", "--db", str(db), "ingest", "-j", "1",
                              *map(str, two_exports)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            # as from a terminal: under nohup (a CI step may be) SIGHUP is inherited
+                            # ignored, and traceql rightly keeps it ignored
+                            preexec_fn=lambda: signal.signal(getattr(signal, sig), signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list(tmp_path.glob(".w.duckdb.ingest-*.tmp")):
         time.sleep(0.02)
