@@ -31,6 +31,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = HERE / "data"
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+from proc import tree as proc_tree  # noqa: E402 - bench/ is on the path above
 
 REPORTS = [["report", "--by", "rank"], ["report", "--by", "collective"], ["report", "--by", "straggler"],
            ["report", "--by", "straggler", "--measure", "compute"],
@@ -39,25 +42,7 @@ REPORTS = [["report", "--by", "rank"], ["report", "--by", "collective"], ["repor
 
 def _tree_rss(root: int) -> int:
     """Resident bytes of process ROOT and all its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            pid, ppid = int(entry), int(fields[1])
-            rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-            children.setdefault(ppid, []).append(pid)
-        except (OSError, ValueError, IndexError):
-            continue
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += rss.get(pid, 0)
-        todo += children.get(pid, [])
-    return total
+    return sum(rss for _, rss in proc_tree(root).values())
 
 
 def measure(args: list[str], env=None) -> dict:

@@ -28,34 +28,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 DATA = REPO / "bench" / "data" / "spark"
+from proc import tree as proc_tree  # noqa: E402 - bench/ is on the path above
+
 BEGIN, END = "<!-- spark_ingest.py: begin -->", "<!-- spark_ingest.py: end -->"
 
 
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def _tree(root: int) -> dict[int, tuple[float, int]]:
-    """{pid: (CPU seconds, RSS in kB)} of ROOT and every process below it, from /proc."""
-    parents, stats = {}, {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry)] = int(fields[1])
-        stats[int(entry)] = ((int(fields[11]) + int(fields[12])) / tick, int(fields[21]) * os.sysconf("SC_PAGE_SIZE") // 1024)
-    out, todo = {}, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in stats:
-            out[pid] = stats[pid]
-        todo += [c for c, p in parents.items() if p == pid]
-    return out
 
 
 def measured(args: list[str], clean: list[Path]) -> dict:
@@ -72,7 +51,7 @@ def measured(args: list[str], clean: list[Path]) -> dict:
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, "-m", "traceql", *args], stdout=out, stderr=err, cwd=REPO)
         while proc.poll() is None:
-            for pid, (seconds, rss) in _tree(proc.pid).items():
+            for pid, (seconds, rss) in proc_tree(proc.pid).items():
                 cpu[pid] = max(cpu.get(pid, 0.0), seconds)
                 peak = max(peak, rss)
             time.sleep(0.2)
@@ -82,7 +61,7 @@ def measured(args: list[str], clean: list[Path]) -> dict:
         stdout, stderr = out.read(), err.read()
     if proc.returncode != 0:
         raise SystemExit(f"traceql {' '.join(args[:4])} ...: exit {proc.returncode}\n{stderr}")
-    return {"wall": wall, "cpu": sum(cpu.values()), "peak_mb": peak / 1024, "stdout": stdout}
+    return {"wall": wall, "cpu": sum(cpu.values()), "peak_mb": peak / 2**20, "stdout": stdout}
 
 
 def same_export(a: Path, b: Path) -> bool:
