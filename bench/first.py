@@ -49,9 +49,9 @@ def small_inputs(n: int = 3) -> list[Path]:
 
 
 def _sum(procs) -> dict:
-    ok = all(p.rc == 0 for p in procs)
+    failed = next((p for p in procs if p.rc != 0), None)  # the first: a failed ingest, not the report after it
     return dict(secs=sum(p.secs for p in procs), cpu=sum(p.cpu for p in procs), rss_mb=max(p.rss_mb for p in procs),
-                load=procs[0].load, ok=ok, err="" if ok else (procs[-1].err or procs[0].err)[-300:])
+                load=procs[0].load, ok=failed is None, err="" if failed is None else failed.err[-300:])
 
 
 def traceql_first(src: Path, answer: str, mode: str = "lazy") -> dict:
@@ -220,6 +220,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default="bench/FIRST.md")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    DATA.mkdir(parents=True, exist_ok=True)  # gitignored: absent in a fresh clone
     nsysai = None
     if not args.no_nsys_ai:
         venv = DATA / "nsysai-venv"
@@ -232,8 +233,10 @@ def main(argv=None) -> None:
                                      not (args.no_eager or args.no_eager_sizes)))
     db = DATA / "first_startup.duckdb"
     db.unlink(missing_ok=True)
-    bench.run_child([sys.executable, "-m", "traceql", "--db", str(db), "ingest", str(small_inputs()[0])],
-                    env={**ENV, "TRACEQL_DERIVE": "eager"})
+    made = bench.run_child([sys.executable, "-m", "traceql", "--db", str(db), "ingest", str(small_inputs()[0])],
+                           env={**ENV, "TRACEQL_DERIVE": "eager"})
+    if made.rc != 0:
+        raise SystemExit(f"ingest for the start-up rows failed ({made.rc}): {made.err[-300:]}")
     start = startup(db, args.runs)
     db.unlink(missing_ok=True)
     scale = [] if args.no_full_ingest else [scaling(k, 1) for k in args.sizes]
