@@ -75,12 +75,15 @@ def connect(database, *, read_only: bool = False, files=(), folders=(), temp_dir
     config = dict(SAFE_CONFIG)
     if temp_directory is not None:
         config["temp_directory"] = str(temp_directory)
+    if sqlite:  # for the LOAD of the pinned package's file only, then off (traceql.sources.reader.load_sqlite_scanner)
+        config["allow_unsigned_extensions"] = True
     con = duckdb.connect(str(database), read_only=read_only, config=config)
     try:
         if sqlite:
             from traceql.sources.reader import load_sqlite_scanner
 
             load_sqlite_scanner(con, fresh=True)  # when it cannot load, the reader falls back to Python's sqlite3
+            con.execute("SET allow_unsigned_extensions = false")  # (off again whatever happened there)
         allowed = sorted({os.path.realpath(f) for f in files})
         allowed += [p + suffix for p in allowed for suffix in (".wal",) if p.endswith(".duckdb")]
         if allowed:
