@@ -319,7 +319,7 @@ def _raw_column(values: list) -> pa.Array:
     import pyarrow as pa  # here, not at import: detecting and reading SQLite need no pyarrow
 
     offsets = array("q", [0])
-    offsets.extend(accumulate(len(v) for v in values))
+    offsets.extend(accumulate(map(len, values)))
     return pa.LargeStringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(b"".join(values)))
 
 

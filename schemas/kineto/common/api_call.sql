@@ -11,7 +11,7 @@ SELECT
     a.name,
     a.name                                            AS raw_name,
     CASE a.kind WHEN 'runtime' THEN 'runtime' ELSE 'driver' END AS api_kind,
-    TRY_CAST(json_extract_string(a.args, '$.correlation') AS BIGINT) AS correlation_id,
+    TRY_CAST(a.a[4] AS BIGINT)                         AS correlation_id,
     CAST(NULL AS BIGINT)                              AS return_value,
     k.stack_id                                        AS stack_id   -- its Python stack (stacks.sql)
 FROM raw.kineto_typed a

@@ -5,17 +5,28 @@
 --         gpu_user_annotation, launch_flow, fwdbwd_flow), the same across the 2020-2026 names;
 --   ts, dur  integer ns: the decimal text of the microseconds, read exactly and rounded to whole ns
 --         halves away from zero (Kineto writes at most three decimals, so nothing is rounded in
---         practice); NULL when absent or not a number (such events are counted, see stats.sql).
+--         practice); NULL when absent or not a number (such events are counted, see stats.sql);
+--   a     for GPU work and CUDA calls (kinds kernel, memcpy, memset, runtime, driver), the
+--         arguments the adapters below read, each as its JSON text (json_extract_string; NULL
+--         when absent): device, context, stream, correlation, registers per thread, shared
+--         memory, bytes, grid, block, size. Extracted here, once: each argument document is
+--         parsed in this pass, not again by each adapter that reads one of them.
 -- A table: every adapter below reads it, most of them more than once.
 --
--- kineto_ns(text): microseconds as written -> integer ns. The common shape (digits, at most three
--- decimals, no exponent) is read as two integers, exactly; anything else (an exponent, more
--- decimals) through DECIMAL(38, 3), which rounds halves away from zero. Both give the same value;
--- the first is there for speed: DuckDB 1.5's string -> DECIMAL(38, 3) cast took 68 s for the 1.4 M
--- events of a 200 k-kernel trace (DECIMAL(18, 3) is fast but cannot hold epoch microseconds with
--- three decimals, 19 digits).
+-- kineto_ns(text): microseconds as written -> integer ns. The common shape (an optional '-', at
+-- most 16 digits, at most three decimals: every Kineto writer's) is read as one integer, the
+-- point removed, scaled by the decimals missing; another shape without an exponent and with at
+-- most three decimals (blanks around it) as two integers split at the point; anything else (an
+-- exponent, more decimals) through DECIMAL(38, 3), which rounds halves away from zero. All give
+-- the same value; the first two are there for speed: DuckDB 1.5's string -> DECIMAL(38, 3) cast
+-- took 68 s for the 1.4 M events of a 200 k-kernel trace (DECIMAL(18, 3) is fast but cannot hold
+-- epoch microseconds with three decimals, 19 digits), and splitting at the point 2.4 CPU s for
+-- the 700 k events of bench/kineto.py's 100 k kernels, against 0.4 for the first shape.
 CREATE OR REPLACE TEMP MACRO kineto_ns(t) AS (
-    CASE WHEN t IS NULL OR trim(t) = '' THEN NULL
+    CASE WHEN regexp_full_match(t, '-?[0-9]{1,16}(\.[0-9]{1,3})?') THEN
+              CAST(replace(t, '.', '') AS BIGINT)
+              * [1000, 100, 10, 1][CASE strpos(t, '.') WHEN 0 THEN 1 ELSE length(t) - strpos(t, '.') + 1 END]
+         WHEN t IS NULL OR trim(t) = '' THEN NULL
          WHEN NOT contains(lower(t), 'e') AND length(split_part(trim(t), '.', 2)) <= 3 THEN
               (TRY_CAST(ltrim(split_part(trim(t), '.', 1), '-') AS BIGINT) * 1000
                + TRY_CAST(rpad(split_part(trim(t), '.', 2), 3, '0') AS BIGINT))
@@ -27,7 +38,11 @@ CREATE OR REPLACE TABLE raw.kineto_typed AS
 SELECT e.src_row, c.kind, e.ph, e.cat, e.name, e.pid, e.pid_text, e.tid, e.tid_text,
        kineto_ns(e.ts)                                                          AS ts,
        kineto_ns(e.dur)                                                         AS dur,
-       e.id, e.id_text, nullif(e.args, '') AS args
+       e.id, e.id_text, nullif(e.args, '') AS args,
+       CASE WHEN c.kind IN ('kernel', 'memcpy', 'memset', 'runtime', 'driver') THEN
+            json_extract_string(nullif(e.args, ''), ['$.device', '$.context', '$.stream', '$.correlation',
+                                                     '$."registers per thread"', '$."shared memory"', '$.bytes',
+                                                     '$.grid', '$.block', '$.size']) END AS a
 FROM raw.kineto_event e
 JOIN src_categories c ON c.category = e.cat
 WHERE (e.ph = 'X' AND c.kind NOT LIKE '%flow') OR (e.ph IN ('s', 't', 'f') AND c.kind LIKE '%flow');
@@ -35,9 +50,12 @@ WHERE (e.ph = 'X' AND c.kind NOT LIKE '%flow') OR (e.ph IN ('s', 't', 'f') AND c
 -- raw.kineto_launch: per correlation id, the CUDA (or HIP) call that has it: its process, and how
 -- many processes' calls use that id (Kineto traces hold one process, so one). GPU events carry no
 -- CPU process (their pid is the device), so kernel.pid, memcpy.pid and memset.pid come from here.
+-- size: the 'size' argument of the earliest call with arguments (ROCm's HIP copies: the bytes of
+-- a copy whose GPU event records none, memcpy.sql).
 CREATE OR REPLACE TABLE raw.kineto_launch AS
-SELECT correlation, min(pid) AS pid, count(DISTINCT pid) AS pids, arg_min(args, ts) AS args
-FROM (SELECT TRY_CAST(json_extract_string(args, '$.correlation') AS BIGINT) AS correlation, pid, args, ts
+SELECT correlation, min(pid) AS pid, count(DISTINCT pid) AS pids,
+       arg_min_null(size, ts) FILTER (WHERE args IS NOT NULL) AS size
+FROM (SELECT TRY_CAST(a[4] AS BIGINT) AS correlation, pid, args, ts, a[10] AS size
       FROM raw.kineto_typed WHERE kind IN ('runtime', 'driver'))
 WHERE correlation IS NOT NULL
 GROUP BY correlation;
@@ -58,10 +76,7 @@ SET VARIABLE kineto_cpu_pid = (
 -- index); the stream the 'stream' argument, else the tid.
 CREATE OR REPLACE TABLE raw.kineto_gpu AS
 WITH g AS (
-    SELECT src_row, kind, name, ts, dur, pid, tid,
-           json_extract_string(args, ['$.device', '$.context', '$.stream', '$.correlation',
-                                      '$."registers per thread"', '$."shared memory"', '$.bytes',
-                                      '$.grid', '$.block', '$.queued']) AS a
+    SELECT src_row, kind, name, ts, dur, pid, tid, a   -- (a: the arguments, extracted in raw.kineto_typed)
     FROM raw.kineto_typed
     WHERE kind IN ('kernel', 'memcpy', 'memset') AND ts IS NOT NULL AND dur IS NOT NULL
 ),

@@ -17,7 +17,7 @@ SELECT
     m.correlation_id,
     m.ts,
     m.dur,
-    coalesce(m.bytes, TRY_CAST(json_extract_string(l.args, '$.size') AS BIGINT)) AS bytes,
+    coalesce(m.bytes, TRY_CAST(l.size AS BIGINT)) AS bytes,
     coalesce(ck.label, nullif(m.p.abbr, ''), 'Unknown') AS copy_kind,
     nullif(m.p.src, '')             AS src_kind,
     nullif(m.p.dst, '')             AS dst_kind,

@@ -29,8 +29,7 @@ SELECT 'kineto.device_out_of_range', count(*), 'warning',
        'GPU events whose device argument is a number beyond a 32-bit device id: their device_id is NULL'
 FROM raw.kineto_typed
 WHERE kind IN ('kernel', 'memcpy', 'memset')
-  AND TRY_CAST(json_extract_string(args, '$.device') AS HUGEINT) IS NOT NULL
-  AND TRY_CAST(json_extract_string(args, '$.device') AS INTEGER) IS NULL
+  AND TRY_CAST(a[1] AS HUGEINT) IS NOT NULL AND TRY_CAST(a[1] AS INTEGER) IS NULL
 HAVING count(*) > 0
 UNION ALL
 SELECT 'kineto.flows.' || kind, count(*), 'info',
@@ -50,7 +49,7 @@ UNION ALL
 SELECT 'kineto.gpu_ops_correlation_from_flow', count(*), 'info',
        'kernels, copies or memsets without a correlation argument whose correlation id came from their launch flow'
 FROM raw.kineto_gpu g JOIN raw.kineto_typed t USING (src_row)
-WHERE json_extract_string(t.args, '$.correlation') IS NULL AND g.correlation_id IS NOT NULL
+WHERE t.a[4] IS NULL AND g.correlation_id IS NOT NULL
 HAVING count(*) > 0
 UNION ALL
 SELECT 'kineto.gpu_ops_pid_from_trace', count(*), 'info',
