@@ -1304,7 +1304,7 @@ def _damage_derived(kind: str, db: Path, rng: random.Random) -> str:
         "forget": ["DELETE FROM derived_family WHERE family <> 'ingest'"],
         "junk": ["INSERT INTO derived_family VALUES (99, 'attribution'), (1, 'no such family'), (-1, 'busy')"],
         "claim": ["INSERT INTO derived_family SELECT trace_id, f FROM trace, (VALUES ('attribution'), ('busy'), "
-                  "('pytorch')) v(f) EXCEPT SELECT * FROM derived_family"],
+                  "('pytorch'), ('peak')) v(f) EXCEPT SELECT * FROM derived_family"],
         "view": ["CREATE TABLE df_old AS SELECT * FROM derived_family", "DROP TABLE derived_family",
                  "CREATE VIEW derived_family AS SELECT * FROM df_old"],
         "drop_table": ["DROP TABLE " + rng.choice(("op_range", "device_busy", "torch_op", "range_gpu"))],

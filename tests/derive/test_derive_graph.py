@@ -54,12 +54,14 @@ def test_families_and_what_reads_them():
 
     assert derivation.read_by(builtin("kernel").sql) == set()
     assert derivation.read_by(builtin("range").sql) == {"attribution"}
-    assert derivation.read_by(builtin("op").sql) == {"attribution", "pytorch"}
+    assert derivation.read_by(builtin("op").sql) == {"attribution", "pytorch", "peak"}
+    assert derivation.read_by(builtin("gpu").sql) == derivation.read_by(builtin("api").sql) == set()
+    assert derivation.read_by("SELECT * FROM device_peak") == {"peak"}
     assert derivation.read_by("SELECT * FROM range_gpu") == {"attribution"}
     assert derivation.read_by("SELECT * FROM KERNEL_OP") == {"attribution", "pytorch"}
     assert derivation.read_by("SELECT * FROM call_stack") == {"attribution", "pytorch"}  # op_stack writes PyProf stacks
     assert derivation.read_by("SELECT * FROM device_busy") == {"busy"}
-    assert derivation.read_by("SELECT * FROM ingest_stats") == {"attribution", "pytorch", "busy"}
+    assert derivation.read_by("SELECT * FROM ingest_stats") == {"attribution", "pytorch", "busy", "peak"}
     keys = derivation.stat_keys(["attribution"])
     assert keys == {"op_range.unattributed_ops", "nvtx_range.without_gpu_work"}
 
@@ -159,12 +161,13 @@ def test_lazily_built_tables_equal_eagerly_built_ones_on_representative_traces(t
         assert ws.sql("SELECT count(*) AS n FROM op_range").column("n")[0].as_py() > 0  # builds attribution
         assert sorted(r[0] for r in ws.con.execute("SELECT DISTINCT family FROM derived_family").fetchall()) == [
             "attribution", "ingest"]
-        ws.report("op")  # pytorch
+        ws.report("op")  # pytorch and peak
         ws.summary()  # busy
-        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 4 * n
+        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 5 * n
     diff = _differences(full, lazy)
     assert {t: d for t, d in diff.items() if d[1] or d[2]} == {}
-    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_busy", "op_stack", "ingest_stats"):
+    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_busy", "op_stack", "device_peak",
+                  "ingest_stats"):
         assert diff[table][0] > 0, table  # the comparison saw rows of every family
 
 
@@ -257,9 +260,9 @@ def test_forgotten_families_are_rebuilt_not_doubled(tmp_path):
     assert proc.returncode == 0, proc.stderr
     with traceql.open(db) as ws:
         assert ws.sql("SELECT count(*) AS n FROM op_range").column("n")[0].as_py() > 0  # rebuilds attribution
-        ws.report("op")  # pytorch
+        ws.report("op")  # pytorch and peak
         ws.summary()  # busy
-        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 4
+        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 5
     con = duckdb.connect()  # the contract tables (sql --write dropped the stored reports, rebuilt on use)
     con.execute(f"ATTACH '{eager}' AS a (READ_ONLY)")
     con.execute(f"ATTACH '{db}' AS b (READ_ONLY)")

@@ -141,7 +141,7 @@ def plans(tmp_path_factory):
         # the families of derived tables built on first use (traceql.derivation), as a query builds them
         with traceql.open(tmp / "ws.duckdb") as ws:
             ws.ensure()
-            assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 4 * len(sources)
+            assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 5 * len(sources)
     finally:
         mp.undo()
     return list(PlanRecorder.seen)

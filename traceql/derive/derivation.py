@@ -1,11 +1,11 @@
 """The derivation graph (schemas/derive/graph.csv): which contract tables are computed from which,
 in families built together, and which families a workspace holds.
 
-Ingest builds the 'ingest' family (launching calls, GPU peaks) with the tables it reads from the
-source. The other families (attribution: op_range, range_gpu, unattributed_gpu; busy: device_busy;
-pytorch: torch_op, kernel_op, op_stack) are built when a query first reads one of their tables
-(traceql.store.workspace.Workspace.ensure), for every trace that lacks them, and then kept in the
-workspace: the first answer to a question that does not need them (`report --by kernel`) no longer
+Ingest builds the 'ingest' family (launching calls) with the tables it reads from the source.
+The other families (attribution: op_range, range_gpu, unattributed_gpu; busy: device_busy;
+pytorch: torch_op, kernel_op, op_stack; peak: device_peak) are built when a query first reads one
+of their tables (traceql.store.workspace.Workspace.ensure), for every trace that lacks them, and
+then kept in the workspace: the first answer to a question that does not need them (`report --by kernel`) no longer
 waits for them. TRACEQL_DERIVE=eager builds them all at ingest, as before. Which (trace, family)
 pairs are built is recorded in the table derived_family (schemas/derived_family.sql); a workspace
 without it was written before families existed and holds them all.

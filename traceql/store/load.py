@@ -337,7 +337,7 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
     tables computed."""
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
     full = derivation.mode() == "full"
-    done = []
+    done, torch_data = [], False
     for s in derivation.graph():
         if families is not None and s.family not in families:
             continue
@@ -350,7 +350,8 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
             from traceql.derive.pytorch import prepare_kernel_op
 
             prepare_kernel_op(con)
-        elif table == "device_peak":  # the GPU tables of schemas/torch/
+            torch_data = True
+        elif table == "device_peak" and not torch_data:  # the GPU tables of schemas/torch/ (kernel_op loads them too)
             from traceql.derive.pytorch import load_data
 
             load_data(con)
@@ -455,10 +456,10 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
         rows.append(("schema.version_newer_than_known" if "newer" in warning else "schema.note",
                      None, "warning", warning))
     rows += source_stats
-    from traceql.derive.pytorch import plugin_stats
-
     later = set(derivation.families()) - set(families if families is not None else derivation.families())
     if "pytorch" not in later:
+        from traceql.derive.pytorch import plugin_stats
+
         rows += plugin_stats()  # FLOPs plug-ins that raised (traceql.derive.flops_plugins)
     con.execute(read_schema("derive/stats.sql"))
     rows += con.execute("SELECT key, value, severity, detail FROM derived_stats WHERE trace_id = ? "
