@@ -10,7 +10,7 @@
 CREATE TABLE kineto_event (
     src_row BIGINT, ph VARCHAR, cat VARCHAR, name VARCHAR,
     pid BIGINT, pid_text VARCHAR, tid BIGINT, tid_text VARCHAR,
-    ts VARCHAR, dur VARCHAR, id BIGINT, id_text VARCHAR, bp VARCHAR, args VARCHAR
+    ts VARCHAR, dur VARCHAR, id BIGINT, id_text VARCHAR, args VARCHAR
 );
 
 -- The top-level members other than traceEvents (schemaVersion, deviceProperties,

@@ -10,7 +10,9 @@
 --         arguments the adapters below read, each as its JSON text (json_extract_string; NULL
 --         when absent): device, context, stream, correlation, registers per thread, shared
 --         memory, bytes, grid, block, size. Extracted here, once: each argument document is
---         parsed in this pass, not again by each adapter that reads one of them.
+--         parsed in this pass, not again by each adapter that reads one of them;
+--   args  the arguments' JSON text for the other kinds (cpu_op, user_annotation, sync, ...),
+--         NULL for those with a (nothing reads their text: not copied) and when absent.
 -- A table: every adapter below reads it, most of them more than once.
 --
 -- kineto_ns(text): microseconds as written -> integer ns. The common shape (an optional '-', at
@@ -38,7 +40,8 @@ CREATE OR REPLACE TABLE raw.kineto_typed AS
 SELECT e.src_row, c.kind, e.ph, e.cat, e.name, e.pid, e.pid_text, e.tid, e.tid_text,
        kineto_ns(e.ts)                                                          AS ts,
        kineto_ns(e.dur)                                                         AS dur,
-       e.id, e.id_text, nullif(e.args, '') AS args,
+       e.id, e.id_text,
+       CASE WHEN c.kind NOT IN ('kernel', 'memcpy', 'memset', 'runtime', 'driver') THEN nullif(e.args, '') END AS args,
        CASE WHEN c.kind IN ('kernel', 'memcpy', 'memset', 'runtime', 'driver') THEN
             json_extract_string(nullif(e.args, ''), ['$.device', '$.context', '$.stream', '$.correlation',
                                                      '$."registers per thread"', '$."shared memory"', '$.bytes',
@@ -54,8 +57,8 @@ WHERE (e.ph = 'X' AND c.kind NOT LIKE '%flow') OR (e.ph IN ('s', 't', 'f') AND c
 -- a copy whose GPU event records none, memcpy.sql).
 CREATE OR REPLACE TABLE raw.kineto_launch AS
 SELECT correlation, min(pid) AS pid, count(DISTINCT pid) AS pids,
-       arg_min_null(size, ts) FILTER (WHERE args IS NOT NULL) AS size
-FROM (SELECT TRY_CAST(a[4] AS BIGINT) AS correlation, pid, args, ts, a[10] AS size
+       arg_min_null(size, ts) FILTER (WHERE a IS NOT NULL) AS size
+FROM (SELECT TRY_CAST(a[4] AS BIGINT) AS correlation, pid, a, ts, a[10] AS size
       FROM raw.kineto_typed WHERE kind IN ('runtime', 'driver'))
 WHERE correlation IS NOT NULL
 GROUP BY correlation;
