@@ -6,8 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from click.testing import CliRunner
 
+from traceql.cli import cli
 from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS
+from traceql.core.version import __version__
 
 from ..util import REPO, nsys_stub, trace_file
 from ..util import cli as traceql
@@ -137,8 +140,9 @@ print(callable(traceql.ingest), traceql.ingest.__name__, traceql.open.__name__)
 
 
 def test_version_and_help_load_no_command_nor_output_module():
-    # --version prints from the group alone: no command module, no table renderer, no schema file
-    # reader (importlib.resources); --help loads the commands (their help) but neither DuckDB nor pyarrow
+    # --version prints before click and the group are imported (no command module, no table renderer,
+    # no schema file reader), the very line click's version option of the group prints; --help loads
+    # the commands (their help) but neither DuckDB nor pyarrow
     probe = """
 import sys
 from traceql.cli import main
@@ -148,7 +152,7 @@ try:
 except SystemExit as exc:
     assert not exc.code, exc.code
 print(sorted(m for m in sys.modules if m.startswith(("traceql.outputs", "traceql.cli.", "importlib.resources",
-                                                      "duckdb", "pyarrow"))))
+                                                      "duckdb", "pyarrow", "click"))))
 """
     loaded = {}
     for flag in ("--version", "--help"):
@@ -158,9 +162,39 @@ print(sorted(m for m in sys.modules if m.startswith(("traceql.outputs", "traceql
         loaded[flag] = json.loads(proc.stdout.splitlines()[-1].replace("'", '"'))
         if flag == "--version":
             assert proc.stdout.startswith("traceql, version "), proc.stdout
-    assert loaded["--version"] == ["traceql.cli.context", "traceql.cli.group", "traceql.cli.main", "traceql.cli.params"]
+            printed = proc.stdout.splitlines()[0] + "\n"
+    assert loaded["--version"] == ["traceql.cli.main"]
+    assert CliRunner().invoke(cli, ["--version"]).output == printed == f"traceql, version {__version__}\n"
     assert "traceql.cli.report_cmds" in loaded["--help"]
     assert not [m for m in loaded["--help"] if m.startswith(("duckdb", "pyarrow"))]
+
+
+def test_sql_of_plain_columns_imports_no_pyarrow(tmp_path):
+    # `traceql sql` prints columns of numbers and text from DuckDB's Python rows: neither pyarrow
+    # (nor numpy), sqlglot, rich nor the query library is imported (0.05-0.1 s of its start); a
+    # column of another type (a list) is printed through Arrow as before
+    probe = """
+import sys
+from traceql.cli import main
+sys.argv = ["traceql", "--db", sys.argv[1], "sql", sys.argv[2], "--format", "csv"]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(sorted(m for m in ("pyarrow", "numpy", "sqlglot", "rich", "traceql.query.library", "traceql.query.sqlcheck")
+             if sys.modules.get(m) is not None))
+"""
+    db = tmp_path / "ws.duckdb"
+    assert traceql("--db", str(db), "ingest", str(nsys_stub(tmp_path / "k.sqlite"))).returncode == 0
+    out = {}
+    for sql in ("SELECT name, count(*) AS n, sum(dur) AS total, avg(dur) AS mean FROM kernel GROUP BY name",
+                "SELECT [dur, dur] AS l FROM kernel"):
+        proc = subprocess.run([sys.executable, "-c", probe, str(db), sql], capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert proc.returncode == 0, proc.stderr
+        out[sql.split()[1]] = proc.stdout.splitlines()
+    assert out["name,"] == ["name,n,total,mean", "k(int),1,150,150.0", "[]"]
+    assert out["[dur,"] == ["l", "\"[150, 150]\"", "['pyarrow']"]
 
 
 def test_each_command_is_loaded_from_the_module_that_defines_it():

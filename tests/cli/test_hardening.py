@@ -231,6 +231,49 @@ def test_macro_cli_ingest_upgrade_rm(ws, built, tmp_path):
     assert proc.stdout.splitlines()[1] == "0"
 
 
+def test_clean_versions_remembered_not_trusted_blindly(ws, built, tmp_path, monkeypatch):
+    """The macro check lists every DuckDB function (0.05 s of each command), so a version of a
+    workspace file found clean, or renamed in place by traceql's own write, is recorded in the
+    user's cache folder (when there is one: none is made) and not checked again. A change to
+    the file (macros stored into it) is a new version, checked; a record another user could
+    have written is ignored: a hostile file whose version is forged into it is refused, and
+    accepted (the record is read) only when the record is the user's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    checks = []
+    real = guard.shadowing
+    monkeypatch.setattr(guard, "shadowing", lambda con: checks.append(1) or real(con))
+    for _ in range(2):  # no cache folder: none is made (nothing written into HOME), each open checks
+        traceql.open(ws).close()
+    assert len(checks) == 2 and not (tmp_path / "cache").exists()
+    (tmp_path / "cache").mkdir()
+    for _ in range(3):
+        traceql.open(ws).close()
+    assert len(checks) == 3
+    record = tmp_path / "cache" / "traceql" / "clean-workspaces"
+    assert record.read_text().splitlines() == [" ".join(map(str, guard.identity(ws)))]
+    assert (record.stat().st_mode & 0o777, record.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    # written by traceql (an ingest renames a checked copy in place): not checked when next opened
+    traceql.ingest([built[1]], db=ws)
+    traceql.open(ws).close()
+    assert len(checks) == 4  # the ingest's own check of the file it copied, none at the open
+    # a new version: checked, refused
+    store(ws, "CREATE MACRO lower(a) AS 'x'")
+    with pytest.raises(WorkspaceError, match='holds macro "lower"'):
+        traceql.open(ws)
+    assert len(checks) == 5
+    # a version forged into the record: ignored unless the record is private to the user
+    forged = " ".join(map(str, guard.identity(ws)))
+    record.write_text(record.read_text() + forged + "\n")
+    for mode, refused in ((0o666, True), (0o600, False)):
+        record.chmod(mode)
+        if refused:
+            with pytest.raises(WorkspaceError, match='holds macro "lower"'):
+                traceql.open(ws)
+        else:
+            traceql.open(ws).close()
+    assert len(checks) == 6
+
+
 def test_schema_named_raw_refused(ws, built):
     store(ws, "CREATE SCHEMA raw", "CREATE TABLE raw.nvtx_stage AS SELECT 1 AS x")
     before = sha256(ws)

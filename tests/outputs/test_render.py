@@ -227,3 +227,38 @@ def test_json_streams_the_same_text_as_one_document():
     buf = io.StringIO()
     render(table.slice(0, 0), "json", buf)
     assert buf.getvalue() == "[]\n"
+
+
+# Every plain type (traceql.core.results.PLAIN_TYPES), NULLs, a repeated name, an integer sum beyond
+# 64 bits, a control character and a wide character, more rows than a chunk (2,000) and a long name
+PLAIN_SQL = """
+SELECT (i % 100 - 50)::TINYINT AS t8, ((i % 30) * 1000)::SMALLINT AS s16, i * 100000 AS i32, i::BIGINT * 10000000000 AS i64,
+       CASE WHEN i = 3 THEN 170141183460469231731687303715884105727::HUGEINT ELSE i::HUGEINT END AS h,
+       (i % 200)::UTINYINT AS u8, i::USMALLINT AS u16, i::UINTEGER AS u32, i::UBIGINT * 1000 AS u64,
+       (i / 3)::FLOAT AS f, i / 7 AS d, (i / 4)::DECIMAL(12, 3) AS dec, i % 2 = 0 AS b,
+       CASE WHEN i % 5 = 0 THEN NULL WHEN i = 7 THEN 'tab\there' WHEN i = 8 THEN '名前' ELSE 'kernel_' || i END AS i32,
+       CASE WHEN i = 2 THEN repeat('void at::native::elementwise_kernel<128>', 4) END AS name
+FROM range(2100) r(i)
+"""
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "tsv", "json", "markdown"])
+@pytest.mark.parametrize("width", [None, 80])
+def test_plain_rows_print_as_arrow(fmt, width):
+    """`traceql sql` prints a result of plain types from DuckDB's Python rows (no pyarrow): the
+    same bytes as from the Arrow result, in every format, chunk boundaries and widths included."""
+    import duckdb
+
+    from traceql.core.results import Rows
+
+    con = duckdb.connect()
+    result = con.execute(PLAIN_SQL)
+    assert Rows.plain(result)
+    via_rows, via_arrow = io.StringIO(), io.StringIO()
+    render(Rows(result), fmt, via_rows, width=width)
+    render(tidy(con.execute(PLAIN_SQL).to_arrow_table()), fmt, via_arrow, width=width)
+    assert via_rows.getvalue() == via_arrow.getvalue()
+    assert via_rows.getvalue().count("\n") >= 2100
+    for sql in ("SELECT [1] AS l", "SELECT DATE '2020-01-01' AS d", "SELECT 'a'::ENUM('a') AS e",
+                "SELECT {'x': 1} AS s", "SELECT INTERVAL 1 DAY AS i", "SELECT 1::UHUGEINT AS u"):
+        assert not Rows.plain(con.execute(sql)), sql

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from traceql.query import library
 from traceql.core.errors import InputError, UsageError
 from traceql.core.faults import printable
 from traceql.core.resources import view_docs
@@ -56,13 +55,16 @@ else text; DuckDB binds them, they never become part of the SQL text.
 @result_options
 @click.pass_obj
 def sql(obj: Context, query, file, params, dialect, write, allow_files, fmt, output):
-    from traceql.query.library import parse_params
-
     text = read_sql(query, file)
-    values = parse_params(params)
+    values = None
+    if params:  # (the query library's module, not imported without them)
+        from traceql.query.library import parse_params
+
+        values = parse_params(params)
     check_output(output)
     with obj.open(write=write, allow_files=allow_files) as ws:
-        table = ws.sql(text, values or None, dialect=dialect, batches=True)
+        # rows: printed from Python rows, without pyarrow, when the columns' types allow it
+        table = ws.sql(text, values or None, dialect=dialect, batches=True, rows=fmt != "parquet")
         emit_raw(table, fmt, output)
 
 
@@ -98,6 +100,8 @@ def queries_cmd(obj: Context, name, queries):
     start with '-- NAME: description' and '-- param NAME: description' lines and use $NAME
     placeholders. Run one with `traceql query NAME --param k=v`.
     """
+    from traceql.query import library
+
     lib = library.collection(obj.queries + tuple(queries))
     if name is not None and name not in lib:
         raise UsageError(f"no query {name!r}; queries: {', '.join(lib)}")

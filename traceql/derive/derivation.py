@@ -29,6 +29,7 @@ from functools import cache
 
 from traceql.core.errors import UsageError
 from traceql.core.resources import read_schema
+from traceql.core.text import LazyPattern
 
 BUILT = "derived_family"
 INGEST = "ingest"  # the family every ingest builds
@@ -106,7 +107,7 @@ def requires(family: str) -> set[str]:
     return out
 
 
-_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORDS = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def read_by(sql: str, needed: bool = True) -> set[str]:
@@ -160,9 +161,10 @@ def _has_record(con) -> bool:
                             "AND schema_name = 'main' AND table_name = ?", [BUILT]).fetchone()[0])
 
 
-def pending(con) -> dict[str, list[int]]:
-    """Deferred family -> the traces that lack it. A workspace without the record holds them all."""
-    if not _has_record(con):
+def pending(con, tables: set[tuple[str, str]] | None = None) -> dict[str, list[int]]:
+    """Deferred family -> the traces that lack it. A workspace without the record holds them all.
+    tables: the workspace's (schema, table) names when the caller has listed them already."""
+    if not (("main", BUILT) in tables if tables is not None else _has_record(con)):
         return {}
     out: dict[str, list[int]] = {}
     for trace_id, built in con.execute(
@@ -176,7 +178,7 @@ def pending(con) -> dict[str, list[int]]:
 
 # -- diagnostics of a family -------------------------------------------------------------------
 
-_STAT_KEY = re.compile(r"SELECT\s+(?:\w+\.)?trace_id,\s*'([\w.]+)'", re.I)
+_STAT_KEY = LazyPattern(r"SELECT\s+(?:\w+\.)?trace_id,\s*'([\w.]+)'", re.I)
 
 
 @cache

@@ -30,18 +30,32 @@ NA = "-"  # a table cell without a value (NULL: not applicable or unknown), as P
 
 
 def column_cells(arr) -> list[str]:
-    import pyarrow as pa
-
+    """The cells of a column: a pyarrow array, or a column of a traceql.core.results.Rows chunk
+    (its type a DuckDB type name)."""
     values = arr.to_pylist()
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) or pa.types.is_dictionary(arr.type):
+    if _is_text(arr.type):
         return [NA if v is None else clean_text(str(v)) for v in values]
     return [NA if v is None else clean_text(cell(v)) for v in values]
 
 
-def is_number(field) -> bool:
+def _is_text(t) -> bool:
+    if isinstance(t, str):  # a DuckDB type (traceql.core.results.Rows)
+        from traceql.core.results import TEXT_TYPES
+
+        return t in TEXT_TYPES
     import pyarrow as pa
 
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
+
+
+def is_number(field) -> bool:
     t = field.type
+    if isinstance(t, str):  # a DuckDB type (traceql.core.results.Rows)
+        from traceql.core.results import NUMBER_TYPES
+
+        return t in NUMBER_TYPES or t.startswith("DECIMAL(")
+    import pyarrow as pa
+
     return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
             or (field.metadata or {}).get(b"align") == b"right")
 

@@ -265,7 +265,13 @@ def _share(room: int, least: dict[int, int], natural: dict[int, int]) -> dict[in
 
 
 def chunks(data, size: int = CHUNK):
-    """pa.Tables of at most `size` rows from a Table or a RecordBatchReader."""
+    """pa.Tables of at most `size` rows from a Table or a RecordBatchReader; from a
+    traceql.core.results.Rows, its chunks of rows (read as a pa.Table is)."""
+    from traceql.core.results import Rows
+
+    if isinstance(data, Rows):
+        yield from data.chunks(size)
+        return
     import pyarrow as pa
 
     if isinstance(data, (pa.Table, pa.RecordBatch)):

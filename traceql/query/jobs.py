@@ -80,7 +80,7 @@ def pooling_warning(ws, trace_id: int | None = None, per_trace: bool = False, wh
     """The line to print when a command pools traces that are not one job (None when they are
     one job, or when it shows one trace, or splits them per trace); splits: the command has
     --per-trace."""
-    if trace_id is not None or per_trace:
+    if trace_id is not None or per_trace or len(ws.trace_ids()) < 2:  # (one trace: the jobs query not run)
         return None
     found = jobs(ws)
     if len(found) < 2:
@@ -93,6 +93,8 @@ def pooling_warning(ws, trace_id: int | None = None, per_trace: bool = False, wh
 def split_note(ws, what: str = "one overview per trace") -> str | None:
     """The line a command prints when it keeps the workspace's traces apart because they are
     not one job (`traceql summary`: one overview per trace); None when they are one job."""
+    if len(ws.trace_ids()) < 2:  # one trace is one job: the jobs query not run
+        return None
     found = jobs(ws)
     if len(found) < 2:
         return None

@@ -47,23 +47,32 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from traceql.core.errors import UsageError
 from traceql.core.resources import expand
+from traceql.core.text import LazyPattern
 
 ENV = "TRACEQL_QUERIES"
 INTERNAL = "_internal"  # queries/_internal/: the internal tier (see the module's documentation)
 
-_HEAD = re.compile(r"^--\s*([\w/-]+):\s*(.+)$")
-_PARAM = re.compile(r"^--\s*param\s+(\w+):\s*(.+)$")
-_INPUT = re.compile(r"^--\s*input:\s*(\w+)\s*$")
-_COLUMN = re.compile(r"^--\s*column\s+(\w+)(?:\s+if\s+((?:not\s+)?\w+))?:\s*(.+)$")
-_LABEL = re.compile(r"^--\s*label\s+(\w+):\s*(.+)$")
-_DEFAULT = re.compile(r"^--\s*default\s+(\w+):\s*(.+)$")
-_SHOWN = re.compile(r"^--\s*shown:\s*(.+)$")
-_INCLUDE = re.compile(r"/\*\s*include:\s*([\w-]+)\s*\*/")
+_HEAD = LazyPattern(r"^--\s*([\w/-]+):\s*(.+)$")
+_PARAM = LazyPattern(r"^--\s*param\s+(\w+):\s*(.+)$")
+_INPUT = LazyPattern(r"^--\s*input:\s*(\w+)\s*$")
+_COLUMN = LazyPattern(r"^--\s*column\s+(\w+)(?:\s+if\s+((?:not\s+)?\w+))?:\s*(.+)$")
+_LABEL = LazyPattern(r"^--\s*label\s+(\w+):\s*(.+)$")
+_DEFAULT = LazyPattern(r"^--\s*default\s+(\w+):\s*(.+)$")
+_SHOWN = LazyPattern(r"^--\s*shown:\s*(.+)$")
+_INCLUDE = LazyPattern(r"/\*\s*include:\s*([\w-]+)\s*\*/")
+
+
+
+def _queries():
+    """The Traversable of the built-in queries (importlib.resources imported here: `traceql sql`
+    and --help read no query file)."""
+    from importlib import resources
+
+    return resources.files("traceql.queries")
 
 
 @dataclass
@@ -129,7 +138,7 @@ def library() -> dict[str, Query]:
     """The built-in queries (queries/*.sql shipped with traceql, and queries/<folder>/*.sql named
     '<folder>/<file name>')."""
     out = {}
-    root = resources.files("traceql.queries")
+    root = _queries()
     entries = [("", e) for e in root.iterdir()]
     entries += [(f"{d.name}/", e) for d in root.iterdir() if d.is_dir() and not d.name.startswith("_")
                 for e in d.iterdir()]
@@ -147,7 +156,7 @@ def library() -> dict[str, Query]:
 @cache
 def internal() -> dict[str, Query]:
     """The internal queries (queries/_internal/NAME.sql, named '_internal/NAME')."""
-    root = resources.files("traceql.queries") / INTERNAL
+    root = _queries() / INTERNAL
     return {f"{INTERNAL}/{e.name[:-4]}": builtin(f"{INTERNAL}/{e.name[:-4]}")
             for e in sorted(root.iterdir(), key=lambda e: e.name) if e.is_file() and e.name.endswith(".sql")}
 
@@ -196,7 +205,7 @@ def builtin(name: str) -> Query | None:
     if not re.fullmatch(r"[\w-]+(/[\w-]+)?", name) or any(part.startswith("_") for part in parts) \
             and not (len(parts) == 2 and parts[0] == INTERNAL and not parts[1].startswith("_")):
         return None
-    entry = resources.files("traceql.queries")
+    entry = _queries()
     for part in name.split("/"):
         entry = entry / part
     entry = entry.with_name(entry.name + ".sql") if hasattr(entry, "with_name") else None
@@ -278,9 +287,9 @@ def check_placeholders(query: Query) -> None:
 
 # --param NAME=VALUE options (traceql sql, query, analyze): here rather than in traceql.query.sqlcheck,
 # which loads sqlglot, so that a command given parameters starts as fast as one without.
-_PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_INT = re.compile(r"^[+-]?\d+$")
-_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
+_PARAM_NAME = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INT = LazyPattern(r"^[+-]?\d+$")
+_FLOAT = LazyPattern(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 
 
 def parse_params(items) -> dict:

@@ -61,12 +61,16 @@ DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
 )"""
 
 
-def read_version(con: duckdb.DuckDBPyConnection) -> int:
+def read_version(con: duckdb.DuckDBPyConnection, tables: set[tuple[str, str]] | None = None) -> int:
     """The contract version of the workspace open on con (1 when it records none). Read with
     built-ins qualified by system.main and no aggregate: `sql --write` reads it before it has
-    checked the workspace's macros (traceql.store.guard), so a stored macro cannot answer."""
-    found = con.execute("SELECT 1 FROM system.main.duckdb_tables() WHERE database_name = "
-                        "system.main.current_database() AND table_name = ? LIMIT 1", [TABLE]).fetchone()
+    checked the workspace's macros (traceql.store.guard), so a stored macro cannot answer.
+    tables: the workspace's (schema, table) names when the caller has listed them already."""
+    if tables is not None:
+        found = any(name == TABLE for _, name in tables)
+    else:
+        found = con.execute("SELECT 1 FROM system.main.duckdb_tables() WHERE database_name = "
+                            "system.main.current_database() AND table_name = ? LIMIT 1", [TABLE]).fetchone()
     if not found:
         return 1
     row = con.execute(f"SELECT contract_version FROM {TABLE} WHERE contract_version IS NOT NULL "
@@ -82,9 +86,10 @@ def write_version(con: duckdb.DuckDBPyConnection) -> None:
                 [CONTRACT_VERSION, __version__, datetime.now(timezone.utc).replace(tzinfo=None)])
 
 
-def check(con: duckdb.DuckDBPyConnection, path) -> None:
-    """Raise StaleWorkspaceError or NewerWorkspaceError unless the workspace is of this version."""
-    version = read_version(con)
+def check(con: duckdb.DuckDBPyConnection, path, tables: set[tuple[str, str]] | None = None) -> None:
+    """Raise StaleWorkspaceError or NewerWorkspaceError unless the workspace is of this version.
+    tables: as for read_version."""
+    version = read_version(con, tables)
     if version < CONTRACT_VERSION:
         changed = "; ".join(f"{v}: {CHANGES[v]}" for v in range(version + 1, CONTRACT_VERSION + 1))
         raise StaleWorkspaceError(

@@ -127,7 +127,9 @@ def writing_copy(db: Path, files=(), checked: tuple | None = None):
             con.close()
         if st is not None:
             _keep_owner(tmp, st)
-        os.replace(tmp, db)
+        with open(tmp, "rb") as written:  # the version renamed in place is clean: no command checks it again
+            os.replace(tmp, db)
+            guard.remember_clean(guard.identity(db, os.fstat(written.fileno())))
     except duckdb.Error as exc:  # a damaged workspace, a full disk: one line naming the workspace
         mapped = fault(exc, named)
         if isinstance(mapped, WorkspaceError):

@@ -82,8 +82,8 @@ class WorkspaceFile:
             self._held.close()
             raise
 
-    def _connect(self) -> set[str]:
-        """Open self.con; the names of the workspace's tables. A workspace whose macros shadow
+    def _connect(self) -> None:
+        """Open self.con. A workspace whose macros shadow
         DuckDB's built-ins is refused (traceql.store.guard); opened to write, it is checked when the
         statements end (sql()), so that `sql --write 'DROP MACRO ...'` can remove them."""
         from traceql.store import guard
@@ -108,30 +108,33 @@ class WorkspaceFile:
         try:
             if not self.write:
                 if seen is None or seen != self._checked:
-                    guard.check_objects(self.con, self.path)
+                    if not guard.known_clean(seen):  # (a version checked before, or that traceql wrote)
+                        guard.check_objects(self.con, self.path)
+                        guard.remember_clean(seen)
                     self._checked = seen
             else:  # checked when the statements end; until then traceql's SQL calls system.main's built-ins
                 shadowed = bool(guard.shadowing(self.con))
         except BaseException:
             self.con.close()
             raise
-        tables = {r[0] for r in self.con.execute("SELECT table_name FROM system.main.duckdb_tables()").fetchall()}
-        if "trace" not in tables:
+        tables = {(schema, name) for schema, name in self.con.execute(  # (one listing for the checks below)
+            "SELECT schema_name, table_name FROM system.main.duckdb_tables() "
+            "WHERE database_name = system.main.current_database()").fetchall()}
+        if not any(name == "trace" for _, name in tables):
             self.con.close()
             raise WorkspaceError(f"{self.path}: not a traceql workspace (no trace table)")
         try:  # rows computed under another contract version are not read (traceql upgrade)
-            contract.check(self.con, self.path)
+            contract.check(self.con, self.path, tables)
             from traceql.derive import derivation
 
             # no family is built over macros that shadow built-ins: the next command builds them, once the
             # statements (the DROP MACRO the refusal gives) have removed them
-            self._pending = {} if shadowed else derivation.pending(self.con)
+            self._pending = {} if shadowed else derivation.pending(self.con, tables)
         except BaseException:
             self.con.close()
             raise
         for hook in self.on_connect:
             hook(self.con)
-        return tables
 
     # -- derived tables built on first use (traceql.derive.derivation) ---------------------------
     def ensure(self, sql: str | None = None) -> None:
@@ -233,7 +236,8 @@ class WorkspaceFile:
         self.close()
 
     # -- queries ---------------------------------------------------------------------
-    def sql(self, query: str, params=None, *, dialect: str | None = None, batches: bool = False) -> pa.Table:
+    def sql(self, query: str, params=None, *, dialect: str | None = None, batches: bool = False,
+            rows: bool = False) -> pa.Table:
         """Check and run SQL over the contract views; the result of its last statement.
 
         The query is parsed first: a syntax error, an unknown view or column (with the
@@ -244,8 +248,11 @@ class WorkspaceFile:
         ... to translate from (traceql.query.dialects); DuckDB's own by default. Columns keep
         every name (a repeated one as name_1, ...) and integer sums that fit in 64 bits are
         int64 (traceql.core.results). batches: a pyarrow.RecordBatchReader that reads the rows as
-        they are consumed, for results too large to hold (read it before closing)."""
-        from traceql.core.results import tidy, tidy_reader
+        they are consumed, for results too large to hold (read it before closing). rows: a
+        traceql.core.results.Rows instead (Python rows read as they are consumed, no pyarrow) when
+        every column is of a plain type (numbers, text, booleans: what traceql.outputs prints
+        alike from either), for printing them."""
+        from traceql.core.results import Rows, tidy, tidy_reader
 
         if isinstance(query, str):
             self.ensure(query)
@@ -260,6 +267,8 @@ class WorkspaceFile:
                 return self._write(steps)
             for step in steps:
                 result = self._run_user(step)
+        if rows and Rows.plain(result):
+            return Rows(result, on_error=self._stream_error)
         if batches and result.description:
             return tidy_reader(result.to_arrow_reader(ROWS_PER_BATCH), on_error=self._stream_error)
         if result.description:
