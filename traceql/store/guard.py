@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from pathlib import Path
 
 import duckdb
@@ -138,12 +139,12 @@ def remember_clean(ident: tuple | None) -> None:
         return
     lines = [x for x in _read_clean() if x != line][-(CLEAN_KEPT - 1):] + [line]
     path = _clean_file()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # (one writer each)
     try:
         path.parent.mkdir(mode=0o700, exist_ok=True)  # (in the cache folder, which must exist)
         if not _own(os.stat(path.parent)):
             return
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as fh:
             fh.write("\n".join(lines) + "\n")
         os.replace(tmp, path)
