@@ -58,10 +58,10 @@ PARSE = {
         "import gzip, msgspec\n"
         "from typing import Union\n"
         "R = msgspec.Raw\n"
-        "class E(msgspec.Struct):\n"
+        "class E(msgspec.Struct, gc=False):\n"
         "    ph: Union[str, None] = None; cat: Union[str, None] = None; name: Union[str, None] = None\n"
         "    pid: Union[int, str, None] = None; tid: Union[int, str, None] = None; ts: R = R(); dur: R = R()\n"
-        "    id: Union[int, str, None] = None; bp: Union[str, None] = None; args: R = R()\n"
+        "    id: Union[int, str, None] = None; args: R = R()\n"
         "class D(msgspec.Struct):\n"
         "    traceEvents: list[E] = []\n"
         "print(len(msgspec.json.decode(gzip.open(P, 'rb').read(), type=D).traceEvents))"),
@@ -128,7 +128,8 @@ def child(python: Path, code: str, env: dict, timeout: float) -> dict:
     lines = p.err.strip().splitlines() or ["?"]
     first_error = next((ln for ln in lines if "Error" in ln), lines[-1])  # DuckDB's error ends in a caret line
     problem = "" if ok else (f"timed out after {timeout:.0f} s" if p.timed_out else first_error.strip()[:200])
-    return dict(secs=p.secs if ok else None, rss_mb=p.rss_mb, load=p.load, out=out, problem=problem)
+    return dict(secs=p.secs if ok else None, cpu=p.cpu if ok else None, rss_mb=p.rss_mb, load=p.load, out=out,
+                problem=problem)
 
 
 def measure(kernels: int, timeout: float, hta: bool, reuse: dict | None = None) -> dict:
@@ -143,7 +144,7 @@ def measure(kernels: int, timeout: float, hta: bool, reuse: dict | None = None) 
     for name, code in ([] if reuse else PARSE.items()):
         py = Path(sys.executable) if name.startswith(("msgspec", "json", "DuckDB")) else parsers_py
         if not py.exists():
-            res["parse"][name] = dict(secs=None, problem=f"not installed ({py})")
+            res["parse"][name] = dict(secs=None, problem=f"not installed ({_shown(py)}; --setup-parsers installs it)")
             continue
         harness.log(f"parse only: {name} ...")
         res["parse"][name] = child(py, f"P = {str(src)!r}\n" + LIMIT + code, {}, timeout)
@@ -170,8 +171,13 @@ def measure(kernels: int, timeout: float, hta: bool, reuse: dict | None = None) 
         res["hta"]["version"] = HTA_VERSION
         harness.log(f"  {res['hta']}")
     else:
-        res["hta"] = dict(secs=None, problem=f"not installed ({HTA_VENV}; --setup-hta installs it)")
+        res["hta"] = dict(secs=None, problem=f"not installed ({_shown(HTA_VENV)}; --setup-hta installs it)")
     return res
+
+
+def _shown(path: Path) -> str:
+    """PATH relative to the repository when it is inside (no path of this machine in a results file)."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def _chunks(src: Path):
@@ -185,39 +191,46 @@ def render(r: dict, meta: str) -> str:
     ok = {k: v for k, v in r["parse"].items() if v.get("secs")}
     fastest_name = min(ok, key=lambda k: ok[k]["secs"]) if ok else None
     fastest = ok[fastest_name]["secs"] if ok else None
+    fastest_cpu = ok[fastest_name].get("cpu") if ok else None
     ing = r["ingest"]
     lines = [
         "# Kineto JSON ingest, generated trace (`make bench-kineto`, bench/kineto.py)", "", meta, "",
         f"Input: `fixtures/gen_kineto.py --kernels {r['kernels']:,}`: {r['file_mb']:,.0f} MB gzip, "
         f"{r['json_mb']:,.0f} MB of JSON.", "",
-        "| what | seconds | peak RSS MB | x fastest parse | load | note |", "|---|---:|---:|---:|---:|---|"]
+        "| what | seconds | CPU seconds | peak RSS MB | x fastest parse | x its CPU | load | note |",
+        "|---|---:|---:|---:|---:|---:|---:|---|"]
 
-    def row(name, secs, rss, load, note=""):
+    def row(name, secs, rss, load, note="", cpu=None):
         x = f"{secs / fastest:.2f}" if secs and fastest else ""
-        lines.append(f"| {name} | {secs:,.1f} | {rss:,.0f} | {x} | {load} | {note} |" if secs else
-                     f"| {name} | - | {rss if isinstance(rss, str) else f'{rss:,.0f}'} | | {load} | {note} |")
+        xc = f"{cpu / fastest_cpu:.2f}" if secs and cpu and fastest_cpu else ""
+        c = f"{cpu:,.1f}" if cpu else ""
+        lines.append(f"| {name} | {secs:,.1f} | {c} | {rss:,.0f} | {x} | {xc} | {load} | {note} |" if secs else
+                     f"| {name} | - | | {rss if isinstance(rss, str) else f'{rss:,.0f}'} | | | {load} | {note} |")
 
     def note(v, extra=""):
         return "; ".join(x for x in (v.get("problem") or extra, "earlier run" if v.get("reused") else "") if x)
 
     for name, v in r["parse"].items():
         row(f"parse only: {name}", v.get("secs"), v.get("rss_mb", ""), v.get("load", ""),
-            note(v, "fastest" if name == fastest_name else ""))
+            note(v, "fastest" if name == fastest_name else ""), v.get("cpu"))
     row("traceql: read and stage (traceql.sources.kineto.stage)", r["stage"].get("secs"), r["stage"].get("rss_mb", ""),
-        r["stage"].get("load", ""), r["stage"].get("problem", ""))
-    row("**traceql ingest** (everything)", ing["secs"], ing["rss_mb"], ing["load"], f"workspace {ing['db_mb']:,.0f} MB")
+        r["stage"].get("load", ""), r["stage"].get("problem", ""), r["stage"].get("cpu"))
+    row("**traceql ingest** (everything)", ing["secs"], ing["rss_mb"], ing["load"], f"workspace {ing['db_mb']:,.0f} MB",
+        ing.get("cpu"))
     h = r.get("hta", {})
     row(f"HTA {h.get('version', '')} loader (TraceAnalysis)", h.get("secs"), h.get("rss_mb", ""), h.get("load", ""),
         note(h))
     lines += ["", "Reading it: the parse-only lines decode the whole document into memory (ijson streams it); "
               "traceql decodes 16 MB blocks, so its Python side stays flat while DuckDB holds the staged events "
               "(spilling beyond TRACEQL_MEMORY_LIMIT, 3 GB). 'x fastest parse' divides by the fastest parse-only "
-              "time. A parser that failed shows why (the parse-only children run under a "
+              "time ('x its CPU': CPU seconds, user + system of the child and its threads, over that parser's). "
+              "A parser that failed shows why (the parse-only children run under a "
               f"{PARSE_LIMIT_GB} GB address-space limit)."]
     if ing.get("profile", {}).get("phases"):
-        lines += ["", "Where ingest's SQL time goes (TRACEQL_TIMING=1):", "",
-                  "| phase | seconds | statements |", "|---|---:|---:|"]
-        lines += [f"| {p['phase']} | {p['secs']:.1f} | {p['statements']} |" for p in ing["profile"]["phases"]]
+        lines += ["", "Where ingest's SQL time goes (TRACEQL_TIMING=1; CPU: the process's, DuckDB's threads included):", "",
+                  "| phase | seconds | CPU seconds | statements |", "|---|---:|---:|---:|"]
+        lines += [f"| {p['phase']} | {p['secs']:.1f} | {p.get('cpu', float('nan')):.1f} | {p['statements']} |"
+                  for p in ing["profile"]["phases"]]
     return "\n".join(lines) + "\n"
 
 

@@ -416,6 +416,7 @@ TIMING_LINE = re.compile(r"\[traceql timing\]\s+([\d.]+) s  (?:cpu\s+([\d.]+) s 
 # Ingest phases, told apart by the start of each statement (TRACEQL_TIMING prints 90 characters).
 PHASES = [
     ("read from SQLite (staging through sqlite_scanner)", re.compile(r'^INSERT INTO raw\."')),
+    ("Kineto JSON: staged events, typed events, GPU events and calls (raw.kineto_*)", re.compile(r"raw\.kineto_")),
     ("PyTorch ops (torch_op, kernel_op)", re.compile(r"torch|kop_|kernel_op", re.I)),
     ("correlation and attribution (launch, op_range, range_gpu)", re.compile(r"op_range|range_gpu|launch", re.I)),
     ("NVTX ranges: staging, ids, nesting, nvtx_range/nvtx_mark", re.compile(r"nvtx", re.I)),
