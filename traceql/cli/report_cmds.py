@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from traceql.query.jobs import pooling_warning, split_note
-from traceql.outputs.summary_text import render_summary
 from traceql.query.reports import REPORTS, blurb, check_options, empty_note, report_query
 from traceql.cli.context import Context, allow_numpy, table_width, wide
 from traceql.cli.output import check_output, check_unit, emit, say, tell
@@ -139,6 +138,8 @@ def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompu
                             recompute=recompute)
     if split:
         tell(split)
+    from traceql.outputs.summary_text import render_summary  # (summary's alone: a report needs none of it)
+
     if fmt == "parquet":
         emit(result.rows, fmt, output)
     elif output is None:

@@ -18,15 +18,14 @@ interprets markup: a kernel name such as `f<[with T = float]>` prints as it is.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from traceql.core.text import clean_text
 from traceql.outputs.cells import cell
 from traceql.outputs.tables import chunks, schema_of, terminal_width, write_table
 
-# pyarrow is imported by the functions that need it: the commands that print no table (help,
-# schema, reports, queries) start without it.
+# pyarrow (and json) are imported by the functions that need them: the commands that print no table
+# (help, schema, reports, queries) start without pyarrow, a table needs no json.
 
 FORMATS = ("table", "csv", "tsv", "json", "markdown")
 
@@ -74,6 +73,8 @@ def _render(data, fmt, out, width, wide, transform) -> None:
             for row in zip(*(col.to_pylist() for col in batch.columns)):
                 writer.writerow(["" if v is None else v for v in row])
     elif fmt == "json":
+        import json
+
         first = True
         for batch in chunks(data):
             names = batch.column_names
