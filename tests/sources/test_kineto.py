@@ -409,3 +409,25 @@ def test_rounding_rule_and_string_ids(tmp_path):
         assert one(ws, "SELECT pid, stream_id, ts, dur FROM kernel") == [
             {"pid": 11, "stream_id": 7, "ts": 20002, "dur": 1}]
     assert (ns("10.0005"), ns("2.0004999"), ns("20.0015"), ns("-0.0005")) == (10001, 2000, 20002, -1)
+
+
+def test_kineto_ns_every_shape_equals_the_documented_rule():
+    """kineto_ns (schemas/kineto/common/labels.sql) against the rule computed with Decimal: the
+    fast path (an optional '-', up to 16 digits, up to three decimals), the split at the point
+    (blanks around the number) and DECIMAL(38, 3) (an exponent, more decimals); anything that is
+    not a JSON number, or nothing, is NULL."""
+    import duckdb
+
+    from traceql.core.resources import read_schema
+
+    sql = read_schema("kineto/common/labels.sql")
+    start = sql.index("CREATE OR REPLACE TEMP MACRO kineto_ns")
+    con = duckdb.connect()
+    con.execute(sql[start:sql.index(";", start)])
+    numbers = ["0", "-0", "7", "-7", "1.5", "-0.5", "1.25", "1.125", "-1.125", "0.001", "-0.001", "00012.3",
+               "1700000000123456.789", "-1234567890123456.7", "9223372036854775", "1.1255", "-0.0005", "2.0004999",
+               "1e3", "1.5E3", "-2.5e-4", " 12", "12.5 "]
+    other = ['"12"', "true", "null", "", "{}", "[1]", None]  # (the JSON values a Raw can hold)
+    got = con.execute("SELECT list(kineto_ns(v) ORDER BY i) FROM (SELECT unnest($v) AS v, generate_subscripts($v, 1) AS i)",
+                      {"v": numbers + other}).fetchone()[0]
+    assert got == [ns(v) for v in numbers] + [None] * len(other)
