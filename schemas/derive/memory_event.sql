@@ -1,6 +1,6 @@
 -- derived_memory_event: the memory allocations and frees of the trace being ingested
--- (getvariable('trace_id')), from raw.memory_stage (the adapter's src_memory_event, kept past the
--- freeing of the source tables) and the trace's nvtx_range rows. Linear: window functions over
+-- (getvariable('trace_id')), from the temporary table memory_stage (the adapter's src_memory_event,
+-- kept past the freeing of the source tables) and the trace's nvtx_range rows. Linear: window functions over
 -- (device, kind, address) and (device, kind), and one ASOF join per range depth of a thread.
 --
 -- Pairing: on one device, memory kind and address an allocator alternates allocation and free, so
@@ -17,7 +17,7 @@
 -- event (one ASOF join of (event, depth) pairs); the deepest of those still open at the event.
 CREATE OR REPLACE TABLE raw.mem_ev AS
 SELECT row_number() OVER (ORDER BY ts, src_row) - 1 AS memory_event_id, * EXCLUDE (src_row)
-FROM raw.memory_stage;
+FROM temp.main.memory_stage;
 
 CREATE OR REPLACE TABLE raw.mem_pair AS
 SELECT memory_event_id,

@@ -1,5 +1,5 @@
--- derived_nvtx_range: nesting of the staged NVTX ranges (raw.nvtx_stage, one row per range with
--- its range_id), the same for every source format.
+-- derived_nvtx_range: nesting of the staged NVTX ranges (the temporary table nvtx_stage, one row per
+-- range with its range_id), the same for every source format.
 --
 -- Push/pop ranges nest on their thread's stack. A range's depth is the number of ranges open on
 -- its thread when it is pushed, found by a running sum over the thread's push (+1) and pop (-1)
@@ -22,7 +22,7 @@ CREATE OR REPLACE TABLE raw.nvtx_depth AS
 WITH pp0 AS (
     SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, ts,
            coalesce(end_ts, 9223372036854775807) AS e
-    FROM raw.nvtx_stage
+    FROM temp.main.nvtx_stage
     WHERE style = 'push/pop'
 ),
 threads AS MATERIALIZED (
@@ -79,7 +79,7 @@ DROP TABLE raw.nvtx_depth;
 CREATE OR REPLACE TABLE raw.nvtx_path AS
 WITH RECURSIVE tree AS MATERIALIZED (
     SELECT s.range_id, coalesce(nvtx_group_name(s.name), '') AS name, p.parent_range_id
-    FROM raw.nvtx_stage s JOIN raw.nvtx_parent p USING (range_id)
+    FROM temp.main.nvtx_stage s JOIN raw.nvtx_parent p USING (range_id)
     WHERE p.depth < getvariable('nvtx_depth_cap')
       AND s.range_id IN (SELECT parent_range_id FROM raw.nvtx_parent)
 ),
@@ -99,7 +99,7 @@ SELECT s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name
             WHEN d.anc_id IS NOT NULL THEN y.path || ' > … > ' || coalesce(s.group_name, '')
             ELSE x.path || ' > ' || coalesce(s.group_name, '') END AS path,
        s.color, s.category, s.args
-FROM (SELECT *, nvtx_group_name(name) AS group_name FROM raw.nvtx_stage) s  -- the macro of derive/group_name.sql
+FROM (SELECT *, nvtx_group_name(name) AS group_name FROM temp.main.nvtx_stage) s  -- the macro of derive/group_name.sql
 LEFT JOIN raw.nvtx_parent p USING (range_id)
 LEFT JOIN raw.nvtx_path x ON x.range_id = p.parent_range_id
 LEFT JOIN raw.nvtx_deep d ON d.range_id = s.range_id

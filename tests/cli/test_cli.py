@@ -248,7 +248,9 @@ print(sorted(r[0] for r in con.execute("SELECT family FROM derived_family").fetc
 
 def test_one_file_ingest_starts_no_worker_machinery_nor_cxx_lookup(tmp_path):
     # one file is read in the ingesting process: multiprocessing is not imported; an nsys export
-    # without mangled names never looks the C++ runtime up (find_library runs ldconfig and gcc)
+    # without mangled names never looks the C++ runtime up (find_library runs ldconfig and gcc);
+    # nor does it import the JSON readers (msgspec), nor the PyTorch formulas (device_peak's GPU
+    # tables are loaded when the op report first needs them)
     probe = """
 import sys
 from traceql.cli import main
@@ -258,7 +260,9 @@ try:
 except SystemExit as exc:
     assert not exc.code, exc.code
 from traceql.sources import demangle
-print(sorted(m for m in ("multiprocessing", "concurrent.futures", "traceql.store.parallel") if m in sys.modules),
+print(sorted(m for m in ("multiprocessing", "concurrent.futures", "traceql.store.parallel", "msgspec",
+                         "traceql.sources.kineto", "traceql.sources.rocprof_json", "traceql.sources.gunzip",
+                         "traceql.derive.pytorch", "traceql.derive.flops") if m in sys.modules),
       demangle._cxa.cache_info().currsize)
 """
     proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "ws.duckdb"), str(nsys_stub(tmp_path / "k.sqlite"))],

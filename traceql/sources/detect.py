@@ -10,7 +10,6 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from traceql.sources import gunzip, kineto, rocprof_json
 from traceql.core.errors import InputError, UnsupportedVersionError
 from traceql.sources.versions import kineto_versions, nsys_versions
 
@@ -162,6 +161,8 @@ def _kineto_layout(path: Path) -> Detected:
     """A PyTorch profiler (Kineto) JSON trace: the layout from its schemaVersion (kineto.LAYOUTS).
     Writers that re-save a trace may put schemaVersion after the events: it is then checked when
     the file is read (kineto.stage), not here."""
+    from traceql.sources import kineto
+
     hdr = kineto.header(path)
     det = Detected(path, "kineto", kineto.layout(path, None)[0], schema_version=hdr.schema_version,
                    exporter_version=kineto.exporter_version(hdr.members),
@@ -225,6 +226,8 @@ def _rocpd(path: Path, names: list[tuple[str, str]], tables: dict[str, list[str]
 def _compressed_sqlite(path: Path) -> Detected:
     """A gzip-compressed SQLite file: detected on a temporary decompressed copy (removed at once;
     ingest decompresses it again to read it), with PATH's name in every message."""
+    from traceql.sources import gunzip
+
     with gunzip.decompressed(path) as plain:
         try:
             det = detect(plain)
@@ -255,13 +258,15 @@ def detect(path: str | os.PathLike) -> Detected:
             head = fh.read(100)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if kineto.is_gzip(head) and gunzip.head(path, len(SQLITE_MAGIC)) == SQLITE_MAGIC:
-        return _compressed_sqlite(path)
-    if not head.startswith(SQLITE_MAGIC) and rocprof_json.sniff(path, head):
-        return Detected(path, "rocprofv3_json", "rocpd/v3", schema_version=None, exporter_version=None)
-    if not head.startswith(SQLITE_MAGIC) and kineto.sniff(path, head):
-        return _kineto_layout(path)
-    if not head.startswith(SQLITE_MAGIC):
+    if not head.startswith(SQLITE_MAGIC):  # the JSON readers (and msgspec) only for files that are no SQLite
+        from traceql.sources import gunzip, kineto, rocprof_json
+
+        if kineto.is_gzip(head) and gunzip.head(path, len(SQLITE_MAGIC)) == SQLITE_MAGIC:
+            return _compressed_sqlite(path)
+        if rocprof_json.sniff(path, head):
+            return Detected(path, "rocprofv3_json", "rocpd/v3", schema_version=None, exporter_version=None)
+        if kineto.sniff(path, head):
+            return _kineto_layout(path)
         raise InputError(f"{path}: {_describe_non_sqlite(path, head)}")
 
     try:

@@ -83,24 +83,27 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int, families=None, only_new
     if not todo:
         return
     tables = set(_stored_tables(con))  # listed once: the catalog is listed whole each time
+    # (a small ingest runs some 230 statements, each a millisecond or more however little it does:
+    # the registry is written with one DELETE and one INSERT for all reports)
+    con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ? AND list_contains(?, report)",
+                [trace_id, [by for by, _ in todo]])
+    stored = []
     # the report's rows in its order (insertion order kept: a temporary table's rowid numbers
     # them), kept in DuckDB: no Arrow round trip
     with _insertion_order(con):
-        for by, q in todo:
-            fp = fingerprint(by, q)
-            name = _table(by, fp)
-            _drop_other_versions(con, by, fp, tables)
-            con.execute(f"DELETE FROM {REGISTRY} WHERE trace_id = ? AND report = ?", [trace_id, by])
-            bound = {**_default_bound(by, q), "trace_id": trace_id}
-            try:
-                con.execute(f"CREATE OR REPLACE TEMP TABLE _traceql_stored_rows AS {q.sql.strip().rstrip(';')}",
-                            bound)
-                n = con.execute("SELECT count(*) FROM _traceql_stored_rows").fetchone()[0]
-            except duckdb.Error as exc:  # e.g. sums beyond BIGINT: the report says why when it is asked for
-                if is_interrupt(exc):  # Ctrl-C: the ingest stops, it does not go on without this report
-                    raise
-                continue
-            try:
+        try:
+            for by, q in todo:
+                fp = fingerprint(by, q)
+                name = _table(by, fp)
+                _drop_other_versions(con, by, fp, tables)
+                bound = {**_default_bound(by, q), "trace_id": trace_id}
+                try:  # (CREATE TABLE AS returns its row count)
+                    n = con.execute(f"CREATE OR REPLACE TEMP TABLE _traceql_stored_rows AS "
+                                    f"{q.sql.strip().rstrip(';')}", bound).fetchone()[0]
+                except duckdb.Error as exc:  # e.g. sums beyond BIGINT: the report says why when it is asked for
+                    if is_interrupt(exc):  # Ctrl-C: the ingest stops, it does not go on without this report
+                        raise
+                    continue
                 if n > MAX_ROWS:
                     continue
                 rows = "(SELECT *, rowid AS row_no FROM _traceql_stored_rows)"
@@ -115,9 +118,12 @@ def store(con: duckdb.DuckDBPyConnection, trace_id: int, families=None, only_new
                     if is_interrupt(exc):
                         raise
                     continue
-            finally:
-                con.execute("DROP TABLE IF EXISTS _traceql_stored_rows")
-            con.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)", [trace_id, by, fp, n])
+                stored.append((by, fp, n))
+        finally:
+            con.execute("DROP TABLE IF EXISTS _traceql_stored_rows")
+    if stored:
+        con.execute(f"INSERT INTO {REGISTRY} SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+                    f"unnest(?::BIGINT[])", [trace_id, *map(list, zip(*stored))])
 
 
 @contextlib.contextmanager

@@ -163,14 +163,14 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
     try:
         # nesting, grouping names and paths of the stored ranges, as ingest computes them
         con.execute(
-            "CREATE TABLE raw.nvtx_stage AS SELECT range_id, pid, tid, end_tid, ts, ts + dur AS end_ts, name, "
+            "CREATE OR REPLACE TEMP TABLE nvtx_stage AS SELECT range_id, pid, tid, end_tid, ts, ts + dur AS end_ts, name, "
             "domain, style, color, category, args FROM nvtx_range WHERE trace_id = ?", [trace_id])
         con.execute(read_schema("derive/group_name.sql"))
         con.execute(read_schema("derive/nvtx_range.sql"))
         con.execute("CREATE TABLE raw.nvtx_new AS SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range", [trace_id])
         con.execute("DELETE FROM nvtx_range WHERE trace_id = ?", [trace_id])
         con.execute("INSERT INTO nvtx_range BY NAME SELECT * FROM raw.nvtx_new")
-        free_staging(con)
+        free_staging(con, "nvtx_stage")
         for table in DERIVED_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
         derive(con, trace_id)
