@@ -84,14 +84,24 @@ def create_contract(con: duckdb.DuckDBPyConnection, db: Path | None = None) -> N
     existing = existing_objects(con)
     if "trace" in existing:
         contract.check(con, db)
-    for name in CONTRACT_TABLES:
-        if name not in existing:
-            con.execute(read_schema(f"contract/{name}.sql"))
-    if existing & set(CONTRACT_TABLES):  # (tables made here just now are the contract's)
-        check_tables(con, db)  # a contract table turned into a view or lacking columns: before the views read them
-    for name in CONTRACT_VIEWS:  # made again: a view changed with sql --write would feed traceql's own SQL
-        con.execute(re.sub(r"\bCREATE VIEW\b", "CREATE OR REPLACE VIEW", read_schema(f"contract/{name}.sql"), count=1))
-    derivation.create_record(con)  # the traces of a workspace from before it hold every family
+    # one transaction: a DDL statement committed on its own costs twice the CPU (for a new
+    # workspace, 28 tables: 0.05 CPU s against 0.025)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name in CONTRACT_TABLES:
+            if name not in existing:
+                con.execute(read_schema(f"contract/{name}.sql"))
+        if existing & set(CONTRACT_TABLES):  # (tables made here just now are the contract's)
+            check_tables(con, db)  # a contract table turned into a view or lacking columns: before the views read them
+        for name in CONTRACT_VIEWS:  # made again: a view changed with sql --write would feed traceql's own SQL
+            con.execute(re.sub(r"\bCREATE VIEW\b", "CREATE OR REPLACE VIEW", read_schema(f"contract/{name}.sql"),
+                               count=1))
+        derivation.create_record(con)  # the traces of a workspace from before it hold every family
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):  # (the error said why; an aborted transaction rolls back anyway)
+            con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def _sqlite_errors() -> type[Exception] | tuple:
