@@ -283,6 +283,9 @@ def test_zero_and_negative_durations_are_kept_and_flagged(tmp_path):
     s = stats(db)
     assert (s["gpu_op.negative_duration"], s["nvtx_range.negative_duration"], s["api_call.negative_duration"]) == (1, 1, 1)
     assert any("end lies before their start" in w for w in res.warnings)
+    # each warning counts against its view's rows of the trace: 3 GPU operations, 2 calls, 2 ranges
+    assert sorted(w.split(" ", 3)[:3] for w in res.warnings if "end lies before their start" in w) == [
+        ["1", "of", "2"], ["1", "of", "2"], ["1", "of", "3"]]
 
 
 def test_very_long_nvtx_strings(tmp_path):

@@ -216,6 +216,7 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
         derive(con, trace_id, deriving, families)
         deriving("diagnostics")
         ident = result.identity = ranks.identify(det, user)  # after staging: Kineto's members are read then
+        _count_rows(con, trace_id, result)  # (the contract rows are all there: the warnings name totals)
         _add_stats(con, trace_id, det, report, result, source_stats + ident.stats, families)
         _add_trace_row(con, trace_id, det, path, span, hashing.result(), ident)
         con.execute("SET VARIABLE trace_id = ?", [trace_id])
@@ -227,12 +228,6 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
         deriving("done")
     finally:
         con.execute("DETACH raw")
-    counted = [t for t in CONTRACT_TABLES if t not in ("trace", "ingest_stats")]
-    # one statement (a small ingest runs about 300: each costs a few ms however little it does); a
-    # UNION ALL of the counts, not one row of scalar subqueries, which DuckDB plans as cross products
-    rows = con.execute(" UNION ALL ".join(f"SELECT '{t}', count(*) FROM {t} WHERE trace_id = $id" for t in counted),
-                       {"id": trace_id}).fetchall()
-    result.counts.update(dict(rows))
     result.seconds = time.perf_counter() - started
     return result
 
@@ -451,6 +446,16 @@ def free_staging(con: duckdb.DuckDBPyConnection, *temp_tables: str) -> None:
         con.execute(f'DROP TABLE IF EXISTS temp.main."{name}"')
 
 
+def _count_rows(con, trace_id: int, result: IngestResult) -> None:
+    """result.counts: the trace's rows in each contract table (but trace and ingest_stats)."""
+    counted = [t for t in CONTRACT_TABLES if t not in ("trace", "ingest_stats")]
+    # one statement (a small ingest runs about 200: each costs a millisecond or more however little it
+    # does); a UNION ALL of the counts, not one row of scalar subqueries, which DuckDB plans as cross products
+    rows = con.execute(" UNION ALL ".join(f"SELECT '{t}', count(*) FROM {t} WHERE trace_id = $id" for t in counted),
+                       {"id": trace_id}).fetchall()
+    result.counts.update(dict(rows))
+
+
 def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, source_stats,
                families=None) -> None:
     """ingest_stats rows of the trace: the source's, the reader's and those of schemas/derive/stats.sql
@@ -489,10 +494,9 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
                     [(trace_id, k, v, s, d) for k, v, s, d in rows])
     from traceql.store.ingest_warnings import warning_text
 
-    totals = dict(zip(("gpu_op", "kernel", "api_call", "nvtx_range"), con.execute(
-        "SELECT (SELECT count(*) FROM gpu_op WHERE trace_id = $t), (SELECT count(*) FROM kernel WHERE trace_id = $t), "
-        "(SELECT count(*) FROM api_call WHERE trace_id = $t), (SELECT count(*) FROM nvtx_range WHERE trace_id = $t)",
-        {"t": trace_id}).fetchone()))
+    c = result.counts  # (_count_rows)
+    totals = {"gpu_op": c["kernel"] + c["memcpy"] + c["memset"], "kernel": c["kernel"], "api_call": c["api_call"],
+              "nvtx_range": c["nvtx_range"]}
     texts = [warning_text(k, v, d, totals) for k, v, s, d in rows if s == "warning"]
     result.warnings += [t for i, t in enumerate(texts) if t not in result.warnings and t not in texts[:i]]
 
