@@ -36,6 +36,30 @@ def adapter_columns(layout: str) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.parametrize("layout", LAYOUTS + ("kineto/v1",))
+def test_the_staged_tables_read_from_raw_sql_are_those_duckdb_creates(layout):
+    """The reader takes each layout's source tables and columns from the text of its raw.sql
+    (traceql.sources.reader.declared_tables) instead of the catalog: the same tables, columns,
+    types and order as duckdb_columns() lists once the DDL ran. Anything of another shape is
+    left to the catalog (None)."""
+    from traceql.sources.reader import declared_tables
+    from traceql.sources.stage_report import create_raw_tables
+
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS raw")
+    create_raw_tables(con, raw_ddl(layout))
+    catalog = {}
+    for table, column, kind in con.execute(
+            "SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE database_name = 'raw' "
+            "ORDER BY table_name, column_index").fetchall():
+        catalog.setdefault(table, []).append((column, kind))
+    parsed = declared_tables(raw_ddl(layout))
+    assert parsed == catalog and list(parsed) == list(catalog) and len(catalog) >= 3
+    assert declared_tables("CREATE TABLE t (a INTEGER[]);") is None
+    assert declared_tables("CREATE TABLE t (a BIGINT); CREATE VIEW v AS SELECT 1;") is None
+    assert declared_tables('-- x\nCREATE TABLE t ("end" BIGINT, b blob);') == {"t": [("end", "BIGINT"), ("b", "BLOB")]}
+
+
 def contract_columns(table: str) -> list[str]:
     return [c.name for c in contract_docs()[table].columns]
 
