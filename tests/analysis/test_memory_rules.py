@@ -20,7 +20,8 @@ import traceql
 from fixtures.gen_memory import ACTIVATION, SEGMENT, generate
 from traceql.analysis import analyze
 
-from ..derive.test_memory import kineto_walk, nsys_walk, us_to_ns
+from ..derive.test_memory import forget_kineto_events  # noqa: F401 - the fixture: the parsed files freed after the module
+from ..derive.test_memory import kineto_events, kineto_walk, nsys_walk, us_to_ns
 from ..util import cli, source_rows, trace_file
 
 RESNET = "kineto-tbplugin-resnet50-memory-2021/worker0.1623143089861.pt.trace.json.gz"
@@ -42,15 +43,14 @@ def leaky_copy(src, dst):
     for s in steps:
         trace["traceEvents"].append({"ph": "i", "s": "t", "name": "[memory]", "pid": s["pid"], "tid": s["tid"],
                                      "ts": s["ts"] + 1, "args": {"Device Type": 1, "Device Id": 0, "Bytes": LEAK}})
-    with gzip.open(dst, "wt", encoding="utf-8") as fh:
+    with gzip.open(dst, "wt", encoding="utf-8", compresslevel=1) as fh:  # level 9: 6.4 CPU s, 1: 5.8
         json.dump(trace, fh, default=lambda d: int(d) if d == int(d) else float(d))
     return dst
 
 
 def kineto_steps(path):
     """(name, start ns, end ns) of each ProfilerStep, once (the earliest of the CPU range and its GPU copy)."""
-    with gzip.open(path, "rb") as fh:
-        events = json.load(fh, parse_float=Decimal)["traceEvents"]
+    events = kineto_events(path)
     first = {}
     for e in events:
         if e.get("ph") == "X" and str(e.get("name")).startswith("ProfilerStep#"):
@@ -161,8 +161,7 @@ def capacity(name, path):
 
 def reserved_walk(path):
     """Total Reserved of GPU 0's '[memory]' events in (ts, file) order; [] when not recorded."""
-    with gzip.open(path, "rb") as fh:
-        events = json.load(fh, parse_float=Decimal)["traceEvents"]
+    events = kineto_events(path)
     mem = [(us_to_ns(e["ts"]), i, e["args"]) for i, e in enumerate(events)
            if e.get("name") == "[memory]" and e.get("ph") == "i" and e["args"]["Device Type"] == 1]
     return [(ts, a["Total Reserved"]) for ts, _, a in sorted(mem, key=lambda m: m[:2]) if "Total Reserved" in a]
