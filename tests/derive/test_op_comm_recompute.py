@@ -36,6 +36,30 @@ KINETO = ["kineto-hta-nccl-data", "kineto-hta-torchrec-a100-rank0"]
 NCCL_SET = "nccl-ring-2nodes-3gpus-nsys2024.5"
 
 
+def test_communication_names_are_those_the_expression_matches_in_any_case():
+    """launch.sql's communication kernel names (launch_comm_names, which launch.category reads):
+    exactly the names COMM matches ignoring case, whatever their case and length, the substring
+    test in front of the expression dropping none of them."""
+    import duckdb
+
+    from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema
+
+    names = ["ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "NCCLKERNEL_x",
+             "void rcclGenericKernel<1, float>(rcclWork)", "MSCCL_step", "cross_device_reduce_1stage<half, 2>",
+             "all_gather_into_tensor", "AllGather", "ALL_TO_ALL", "alltoall_v", "Reduce_Scatter", "reducescatter",
+             "void at::native::reduce_kernel<512, 1>(at::native::ReduceOp<float>)", "small_allocator",
+             "ampere_sgemm_128x64_nn", "x" * 400 + "All_Reduce", "CCL_only", "all reduce", "", "ncc l"]
+    con = duckdb.connect()
+    for name in CONTRACT_TABLES + CONTRACT_VIEWS:
+        con.execute(read_schema(f"contract/{name}.sql"))
+    con.executemany("INSERT INTO kernel (trace_id, kernel_id, ts, dur, name) VALUES (1, ?, ?, 1, ?)",
+                    [(i, i, n) for i, n in enumerate(names)])
+    con.execute("SET VARIABLE trace_id = 1")
+    con.execute(read_schema("derive/launch.sql"))
+    got = sorted(r[0] for r in con.execute("SELECT name FROM launch_comm_names").fetchall())
+    assert got == sorted(n for n in names if COMM.search(n)) and len(got) == 12
+
+
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     paths = [TRACES / f / REAL[f] for f in KINETO]
