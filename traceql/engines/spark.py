@@ -399,15 +399,16 @@ class SparkWorkspace:
         self.check_trace(trace_id)
         return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=True)
 
-    def sql(self, query: str, params=None, *, dialect: str | None = None, batches: bool = False) -> "pa.Table":
+    def sql(self, query: str, params=None, *, dialect: str | None = None, batches: bool = False,
+            rows: bool = False) -> "pa.Table":
         """Check and run the user's SQL on Spark, with Workspace.sql's guarantees (traceql.sqlcheck):
         a syntax error, an unknown view or column and a missing parameter are refused, and so is
         anything but one query (SELECT/WITH): the export is read, never written. It reads the
         contract views and nothing else: a table that is not one of them or a CTE (a file, a
         path, a table function) is refused. It is translated to DuckDB (from --dialect), then to
         Spark SQL by traceql.engines.transpile, which refuses what Spark cannot run the same way. All of
-        this happens before the JVM starts. batches is accepted for Workspace.sql's signature:
-        the rows come back as one table."""
+        this happens before the JVM starts. batches and rows are accepted for Workspace.sql's
+        signature: the rows come back as one Arrow table."""
         from traceql.core.results import tidy
         from traceql.engines.transpile import check_user_sql
 
