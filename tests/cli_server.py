@@ -56,12 +56,14 @@ class CliServer:
             self.proc = None
 
     def run(self, *args, env: dict | None = None, cwd=None, timeout: float = 120,
-            exact_env: bool = False) -> subprocess.CompletedProcess:
+            exact_env: bool = False, tty: str | None = None) -> subprocess.CompletedProcess:
         """What `subprocess.run([python, -m, traceql, *ARGS], capture_output=True, text=True)`
         returns, with the server's environment plus ENV (ENV alone with exact_env), in CWD
-        (default: the repository)."""
+        (default: the repository). With TTY (a terminal's path, the slave side of a pty the
+        caller reads) the command's stdin, stdout and stderr are that terminal, as
+        Popen(stdin=stdout=stderr=slave) gives them, and stdout and stderr come back empty."""
         request = {"args": [str(a) for a in args], "env": dict(env or {}) if exact_env else {**self.env, **(env or {})},
-                   "cwd": str(cwd or REPO), "timeout": timeout}
+                   "cwd": str(cwd or REPO), "timeout": timeout, "tty": tty}
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
@@ -79,7 +81,8 @@ _SHARED: list[CliServer] = []
 _LOCK = threading.Lock()
 
 
-def cli(*args, cwd=None, env: dict | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+def cli(*args, cwd=None, env: dict | None = None, timeout: float = 1800,
+        tty: str | None = None) -> subprocess.CompletedProcess:
     """What `subprocess.run([python, -m, traceql, *ARGS], capture_output=True, text=True, cwd=CWD,
     env={**os.environ, PYTHONPATH: the repository, **ENV})` returns (tests.util.cli_process),
     from one server per test process, started on first use: this process's environment as it
@@ -91,18 +94,26 @@ def cli(*args, cwd=None, env: dict | None = None, timeout: float = 1800) -> subp
             _SHARED[:] = [CliServer().__enter__()]
             atexit.register(_SHARED[0].close)
         return _SHARED[0].run(*args, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, cwd=cwd,
-                              timeout=timeout, exact_env=True)
+                              timeout=timeout, exact_env=True, tty=tty)
 
 
 def _child(request: dict, out_w: int, err_w: int) -> None:
     """In the forked child: become `python -m traceql ARGS` and exit with its code."""
     code = 1
     try:
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        sys.stdin = open(os.devnull)  # noqa: SIM115 - the server's stdin is its request pipe
+        if request.get("tty"):  # stdin, stdout and stderr the terminal (not made the controlling one)
+            term = os.open(request["tty"], os.O_RDWR | os.O_NOCTTY)
+            for fd in (0, 1, 2):
+                os.dup2(term, fd)
+            os.close(term)
+            sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the server's stdin is its request pipe
+            sys.stdout.reconfigure(line_buffering=True)  # as Python starts with a terminal on stdout
+        else:
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            sys.stdin = open(os.devnull)  # noqa: SIM115 - the server's stdin is its request pipe
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])

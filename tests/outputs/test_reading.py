@@ -21,11 +21,13 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 
 import pytest
 
 import traceql
 
+from ..cli_server import cli as served
 from ..util import REPO, TRACES, cli, ingested, trace_file
 
 WIDTHS = (80, 100, 120)
@@ -38,20 +40,32 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def in_terminal(cols: int, *args, rows: int = 50) -> tuple[int, str]:
     """traceql ARGS run in a pseudo-terminal COLS wide (stdout and stderr both the terminal, as a
-    person runs it); (exit code, what the terminal got, colours taken off, CR-LF as LF)."""
+    person runs it); (exit code, what the terminal got, colours taken off, CR-LF as LF). The
+    command is forked off the warm CLI server (tests/cli_server.py), which opens the terminal by
+    its name; this process reads it meanwhile (a full terminal would stop the command)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
-    env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.Popen([sys.executable, "-m", "traceql", *map(str, args)], stdin=slave, stdout=slave,
-                            stderr=slave, cwd=REPO, env=env, close_fds=True)
-    os.close(slave)
-    chunks = []
+    done = {}
+
+    def run():
+        try:
+            done["proc"] = served(*args, env=env, tty=os.ttyname(slave), timeout=120)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the test's thread
+            done["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    chunks, closed = [], False
     while True:
-        ready, _, _ = select.select([master], [], [], 120)
+        ready, _, _ = select.select([master], [], [], 0.05 if not closed else 120)
         if not ready:
-            proc.kill()
-            raise AssertionError("traceql printed nothing for 120 s")
+            if closed:
+                raise AssertionError("the terminal gave nothing for 120 s after the command ended")
+            if not thread.is_alive():  # the command ended: what it wrote is read up to EIO, as before
+                os.close(slave)
+                closed = True
+            continue
         try:
             data = os.read(master, 65536)
         except OSError:  # EIO: the other end closed
@@ -60,8 +74,10 @@ def in_terminal(cols: int, *args, rows: int = 50) -> tuple[int, str]:
             break
         chunks.append(data)
     os.close(master)
-    code = proc.wait(60)
-    return code, _ANSI.sub("", b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n"))
+    thread.join()
+    if "error" in done:
+        raise done["error"]
+    return done["proc"].returncode, _ANSI.sub("", b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n"))
 
 
 def too_wide(text: str, cols: int) -> list[str]:
