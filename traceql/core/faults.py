@@ -12,16 +12,14 @@ from __future__ import annotations
 import errno
 import re
 
-from traceql.core.text import LazyPattern
-
 # errno values of "the disk is full": ENOSPC, EFBIG (a file beyond `ulimit -f`), EDQUOT
 DISK_FULL_ERRNOS = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
-_DISK_FULL = LazyPattern(r"No space left on device|File too large|Disk quota exceeded|could not write all bytes",
-                         re.I)
-_CORRUPT = LazyPattern(r"Corrupt database file|does not match stored checksum|database file is corrupt|"
-                       r"INTERNAL Error|FATAL Error", re.I)
-_HOST_FILE = LazyPattern(r"disabled by configuration|disabled through configuration")
-_INTERRUPTED = LazyPattern(r"\binterrupted\b", re.I)
+_DISK_FULL = re.compile(r"No space left on device|File too large|Disk quota exceeded|could not write all bytes",
+                        re.I)
+_CORRUPT = re.compile(r"Corrupt database file|does not match stored checksum|database file is corrupt|"
+                      r"INTERNAL Error|FATAL Error", re.I)
+_HOST_FILE = re.compile(r"disabled by configuration|disabled through configuration")
+_INTERRUPTED = re.compile(r"\binterrupted\b", re.I)
 
 # C0 and C1 control characters but tab and newline: printed to a terminal they move the
 # cursor, change colours or the window title (an NVTX name, a file name can hold them)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from traceql.core.text import LazyPattern
 
 CONTRACT_TABLES = (
     "trace", "device", "thread", "api_call", "kernel", "memcpy", "memset", "graph_exec", "graph_event",
@@ -57,8 +56,8 @@ def read_schema(relpath: str) -> str:
     return expand(schema_file(relpath).read_text(encoding="utf-8"))
 
 
-_INCLUDE = LazyPattern(r"/\*\s*include:\s*([\w-]+)\s*(?:\(([^*]*)\))?\s*\*/")
-_SLOT = LazyPattern(r"\{(\w+)\}")
+_INCLUDE = re.compile(r"/\*\s*include:\s*([\w-]+)\s*(?:\(([^*]*)\))?\s*\*/")
+_SLOT = re.compile(r"\{(\w+)\}")
 
 
 def expand(text: str, _seen: tuple = ()) -> str:
@@ -120,11 +119,11 @@ class ViewDoc:
     columns: list[ViewColumn] = field(default_factory=list)
 
 
-_HEAD = LazyPattern(r"^--\s*(\w+):\s*(.+)$")
-_TABLE = LazyPattern(r"^CREATE\s+TABLE\s+(\w+)\s*\(", re.I)
-_VIEW = LazyPattern(r"^CREATE\s+VIEW\s+(\w+)\s+AS", re.I)
-_COL = LazyPattern(r"^\s*(\w+)\s+([A-Z]+(?:\([^)]*\))?)(?:\s+NOT NULL)?\s*,?\s*--\s*(.+)$")
-_VIEWCOL = LazyPattern(r"^\s*(?:.*\bAS\s+)?(\w+)\s*,?\s*--\s*(.+)$")
+_HEAD = re.compile(r"^--\s*(\w+):\s*(.+)$")
+_TABLE = re.compile(r"^CREATE\s+TABLE\s+(\w+)\s*\(", re.I)
+_VIEW = re.compile(r"^CREATE\s+VIEW\s+(\w+)\s+AS", re.I)
+_COL = re.compile(r"^\s*(\w+)\s+([A-Z]+(?:\([^)]*\))?)(?:\s+NOT NULL)?\s*,?\s*--\s*(.+)$")
+_VIEWCOL = re.compile(r"^\s*(?:.*\bAS\s+)?(\w+)\s*,?\s*--\s*(.+)$")
 
 
 @cache

@@ -6,23 +6,6 @@ from __future__ import annotations
 import re
 
 
-class LazyPattern:
-    """re.compile(PATTERN, FLAGS) compiled when first used (match, search, sub, ...): a module's
-    patterns cost nothing to the commands that never use them (some 60 patterns compiled at
-    import were 0.015-0.03 s of every command's start)."""
-
-    __slots__ = ("_args", "_compiled")
-
-    def __init__(self, pattern: str, flags: int = 0):
-        self._args = (pattern, flags)
-        self._compiled = None
-
-    def __getattr__(self, name: str):
-        if self._compiled is None:
-            self._compiled = re.compile(*self._args)
-        return getattr(self._compiled, name)
-
-
 class _Visible(dict):
     """str.translate's table for clean_text: a control character as an escape, other characters
     kept (a KeyError keeps the character)."""

@@ -29,7 +29,6 @@ from functools import cache
 
 from traceql.core.errors import UsageError
 from traceql.core.resources import read_schema
-from traceql.core.text import LazyPattern
 
 BUILT = "derived_family"
 INGEST = "ingest"  # the family every ingest builds
@@ -107,7 +106,7 @@ def requires(family: str) -> set[str]:
     return out
 
 
-_WORDS = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def read_by(sql: str, needed: bool = True) -> set[str]:
@@ -178,7 +177,7 @@ def pending(con, tables: set[tuple[str, str]] | None = None) -> dict[str, list[i
 
 # -- diagnostics of a family -------------------------------------------------------------------
 
-_STAT_KEY = LazyPattern(r"SELECT\s+(?:\w+\.)?trace_id,\s*'([\w.]+)'", re.I)
+_STAT_KEY = re.compile(r"SELECT\s+(?:\w+\.)?trace_id,\s*'([\w.]+)'", re.I)
 
 
 @cache

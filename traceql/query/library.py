@@ -51,20 +51,18 @@ from pathlib import Path
 
 from traceql.core.errors import UsageError
 from traceql.core.resources import expand
-from traceql.core.text import LazyPattern
 
 ENV = "TRACEQL_QUERIES"
 INTERNAL = "_internal"  # queries/_internal/: the internal tier (see the module's documentation)
 
-_HEAD = LazyPattern(r"^--\s*([\w/-]+):\s*(.+)$")
-_PARAM = LazyPattern(r"^--\s*param\s+(\w+):\s*(.+)$")
-_INPUT = LazyPattern(r"^--\s*input:\s*(\w+)\s*$")
-_COLUMN = LazyPattern(r"^--\s*column\s+(\w+)(?:\s+if\s+((?:not\s+)?\w+))?:\s*(.+)$")
-_LABEL = LazyPattern(r"^--\s*label\s+(\w+):\s*(.+)$")
-_DEFAULT = LazyPattern(r"^--\s*default\s+(\w+):\s*(.+)$")
-_SHOWN = LazyPattern(r"^--\s*shown:\s*(.+)$")
-_INCLUDE = LazyPattern(r"/\*\s*include:\s*([\w-]+)\s*\*/")
-
+_HEAD = re.compile(r"^--\s*([\w/-]+):\s*(.+)$")
+_PARAM = re.compile(r"^--\s*param\s+(\w+):\s*(.+)$")
+_INPUT = re.compile(r"^--\s*input:\s*(\w+)\s*$")
+_COLUMN = re.compile(r"^--\s*column\s+(\w+)(?:\s+if\s+((?:not\s+)?\w+))?:\s*(.+)$")
+_LABEL = re.compile(r"^--\s*label\s+(\w+):\s*(.+)$")
+_DEFAULT = re.compile(r"^--\s*default\s+(\w+):\s*(.+)$")
+_SHOWN = re.compile(r"^--\s*shown:\s*(.+)$")
+_INCLUDE = re.compile(r"/\*\s*include:\s*([\w-]+)\s*\*/")
 
 
 def _queries():
@@ -287,9 +285,9 @@ def check_placeholders(query: Query) -> None:
 
 # --param NAME=VALUE options (traceql sql, query, analyze): here rather than in traceql.query.sqlcheck,
 # which loads sqlglot, so that a command given parameters starts as fast as one without.
-_PARAM_NAME = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_INT = LazyPattern(r"^[+-]?\d+$")
-_FLOAT = LazyPattern(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
+_PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INT = re.compile(r"^[+-]?\d+$")
+_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 
 
 def parse_params(items) -> dict:
