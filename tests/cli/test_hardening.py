@@ -972,6 +972,54 @@ def test_sigterm_like_ctrl_c(tmp_path, two_exports, sig):
     assert list(tmp_path.glob(".w.duckdb.ingest-*")) == []
 
 
+# Run as `python -c`: traceql's command line, with a signal that arrives while DuckDB runs Python code
+# of its own inside a statement. DuckDB's client tries `import pandas` for each Python value it
+# converts (each parameter) and swallows whatever that import raises: the 200th try sends SIGTERM
+# to the process and waits in Python, so traceql's handler raises KeyboardInterrupt right there.
+_SIGNAL_IN_DUCKDB = """
+import os, signal, sys
+from traceql.cli import main
+
+class SignalOnImport:
+    tries = 0
+    def find_spec(self, name, path=None, target=None):
+        if name != "pandas":
+            return None
+        SignalOnImport.tries += 1
+        if SignalOnImport.tries == 200:
+            sys.stderr.write("test: SIGTERM sent inside DuckDB\\n")
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(100000):  # the handler runs here, inside DuckDB's import of pandas
+                pass
+        raise ModuleNotFoundError("No module named 'pandas'", name="pandas")
+
+sys.meta_path.insert(0, SignalOnImport())
+sys.argv[0] = "traceql"
+main()
+"""
+
+
+def test_signal_that_duckdb_swallows_still_stops_the_ingest(tmp_path, two_exports):
+    """DuckDB's Python client swallows an exception raised by Python code it runs inside a
+    statement, the KeyboardInterrupt of a signal that arrives then included. The signal is
+    remembered: the ingest stops before it renames anything into place (exit 130, the workspace
+    unchanged), where it went on and ended with exit 0 (seen in CI: test_sigterm_like_ctrl_c)."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "w.duckdb"
+    shutil.copy(nsys_ws(tmp_path), db)
+    before = sha256(db)
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_IN_DUCKDB, "--db", str(db), "ingest", "-j", "1",
+                           *map(str, two_exports)], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert "test: SIGTERM sent inside DuckDB" in proc.stderr, proc.stderr  # (the signal came where it should)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] in ("traceql: interrupted; the workspace is unchanged", "traceql: interrupted")
+    assert sha256(db) == before
+    assert list(tmp_path.glob(".w.duckdb.ingest-*")) == []
+
+
 def nsys_ws(tmp_path: Path) -> Path:
     db = tmp_path / "small.duckdb"
     traceql.ingest([nsys_stub(tmp_path / "small.sqlite")], db=db)

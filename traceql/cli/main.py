@@ -32,7 +32,7 @@ def main(argv=None) -> None:
     from traceql.core.errors import TraceqlError
     from traceql.core.faults import fault, first_line, is_disk_full, is_interrupt, printable
 
-    _quiet_signals()
+    _quiet_signals(shell=argv is None)
     if argv is None:  # run from the shell, not called from Python
         hide_numpy()
     try:
@@ -110,7 +110,7 @@ def click_message(exc) -> str:
     return text
 
 
-def _quiet_signals() -> None:
+def _quiet_signals(shell: bool) -> None:
     """A file that grows beyond `ulimit -f` gets SIGXFSZ, which would kill traceql with no
     message and leave its temporary files: ignored, the write fails with EFBIG instead, which
     is reported as a full disk (exit 5)."""
@@ -119,10 +119,18 @@ def _quiet_signals() -> None:
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     # `kill PID`, a closed terminal or CI's timeout: stop as Ctrl-C does (temporary files removed,
-    # the workspace unchanged, exit 130), not killed on the spot with the files left behind
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) == signal.SIG_DFL:
-            signal.signal(getattr(signal, name), signal.default_int_handler)
+    # the workspace unchanged, exit 130), not killed on the spot with the files left behind. From
+    # the shell, through faults.on_signal, which also remembers the signal: an interrupt that
+    # DuckDB swallowed still stops an ingest before it is renamed into place
+    from traceql.core.faults import on_signal
+
+    handler = on_signal if shell else signal.default_int_handler
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if not hasattr(signal, name):
+            continue
+        now = signal.getsignal(getattr(signal, name))
+        if now == signal.default_int_handler if name == "SIGINT" else now in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(getattr(signal, name), handler)
 
 
 def _ignore_late_ctrl_c() -> None:

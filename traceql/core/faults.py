@@ -95,6 +95,28 @@ def fault(exc: BaseException, workspace) -> BaseException | None:
     return None
 
 
+# Set by on_signal(): a Ctrl-C, SIGTERM or SIGHUP reached the process. DuckDB's Python client
+# runs Python code of its own inside a statement (it tries `import pandas` for each value it
+# converts) and swallows any exception raised there, KeyboardInterrupt included: a signal that
+# arrives at that moment would be lost and an interrupted ingest renamed into place (exit 0).
+_signalled = False
+
+
+def on_signal(signum, frame) -> None:
+    """The CLI's handler of SIGINT, SIGTERM and SIGHUP: KeyboardInterrupt, as Python's own
+    handler raises, and the signal remembered for raise_if_signalled()."""
+    global _signalled
+    _signalled = True
+    raise KeyboardInterrupt
+
+
+def raise_if_signalled() -> None:
+    """KeyboardInterrupt when on_signal() ran, even if the exception it raised was swallowed:
+    called before work is committed (an ingest renamed into place)."""
+    if _signalled:
+        raise KeyboardInterrupt
+
+
 _watched: list = []
 _wakeup = None
 

@@ -22,8 +22,8 @@ def create_raw_tables(con, raw_ddl: str) -> None:
     """Run RAW_DDL (a layout's raw.sql: CREATE TABLE statements) in the `raw` catalog, where every
     reader stages the source's tables."""
     home = con.execute("SELECT current_database()").fetchone()[0]
-    con.execute("USE raw")
-    try:
+    try:  # (USE inside: a Ctrl-C just after it must still switch back, or DETACH raw fails)
+        con.execute("USE raw")
         con.execute(raw_ddl)
     finally:
         con.execute('USE "' + home.replace('"', '""') + '"')

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from traceql.core.errors import InputError, UsageError
+from traceql.core.faults import raise_if_signalled
 from traceql.core.progress import as_progress
 from traceql.core.settings import memory_limit
 from traceql.sources import nsys_export
@@ -102,6 +103,7 @@ def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult
             for det in detected[len(results):]:
                 with errors_of(det.path):
                     results.append(ingest_one(con, det, progress, user))
+                raise_if_signalled()  # (a Ctrl-C that DuckDB swallowed: the next export is not read)
             check_workspace_limits(con, [r.trace_id for r in results])  # sums across traces fit 64 bits
             for det in detected:
                 if given[det.path.resolve()] > 1:

@@ -227,7 +227,7 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
         derivation.record(con, trace_id, families)
         deriving("done")
     finally:
-        con.execute("DETACH raw")
+        con.execute("DETACH DATABASE IF EXISTS raw")  # (a Ctrl-C inside free_staging: raw may be gone)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -420,7 +420,7 @@ def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str
             built[trace_id] = new
     finally:
         drop_temp_objects(con)
-        con.execute("DETACH raw")
+        con.execute("DETACH DATABASE IF EXISTS raw")  # (a Ctrl-C inside free_staging: raw may be gone)
     return built
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 
 from traceql.core.errors import WorkspaceError
-from traceql.core.faults import fault, is_disk_full
+from traceql.core.faults import fault, is_disk_full, raise_if_signalled
 from traceql.core.settings import configure, small_input_threads
 from traceql.store import contract, guard
 from traceql.store.lock import real_path
@@ -121,10 +121,12 @@ def writing_copy(db: Path, files=(), checked: tuple | None = None):
             if threads == 1:
                 con.execute("SET disabled_compression_methods = 'fsst'")
             yield con
+            raise_if_signalled()  # a Ctrl-C that DuckDB swallowed: nothing is committed
             contract.write_version(con)
             con.execute("CHECKPOINT")
         finally:
             con.close()
+        raise_if_signalled()
         if st is not None:
             _keep_owner(tmp, st)
         with open(tmp, "rb") as written:  # the version renamed in place is clean: no command checks it again

@@ -189,7 +189,7 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
         stored.store(con, trace_id)
         derivation.record(con, trace_id, derivation.families())
     finally:
-        con.execute("DETACH raw")
+        con.execute("DETACH DATABASE IF EXISTS raw")  # (a Ctrl-C inside free_staging: raw may be gone)
 
 
 def _reidentify(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
