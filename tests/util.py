@@ -26,46 +26,68 @@ def trace_file(rel: str) -> Path:
     return path
 
 
+def _built_once(tmp_path_factory, key: str, suffix: str, build) -> Path:
+    """The file KEY+SUFFIX in the folder the xdist workers share (the one above each worker's
+    basetemp), built by build(path) once per test session: the first test to ask builds it under a
+    file lock, the others find it. Not to be written: copy it first."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "ingested"
+    shared.mkdir(exist_ok=True)
+    built = shared / f"{key}{suffix}"
+    with open(shared / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built.exists():
+            part = shared / f"{key}.part{suffix}"
+            part.unlink(missing_ok=True)
+            build(part)
+            part.rename(built)
+    return built
+
+
 def ingested(tmp_path_factory, *rels: str, derived: bool = False) -> Path:
     """A workspace of its own (a copy, free to write) holding the shared traces RELS ingested as
     a plain `traceql.ingest(files, db=...)` does, under the TRACEQL_DERIVE and TRACEQL_READER in
     force (derived: with TRACEQL_DERIVE=eager, every derived family built at ingest). The ingest
-    runs once per test session and list of files: the first test to ask builds it under a file
-    lock in the folder the xdist workers share (the one above each worker's basetemp), the others
-    copy it. 27 fixtures and tests ingested the same 10 sets of real traces (cs336-jsun, the NCCL
-    ring set, the Kineto traces, ...) each on their own, at 2-15 CPU s each; derived=True spares
-    each copy the build of the families on its first read of them (11 CPU s on the Kineto
-    traces, in each of three modules). Skips when ../shared/traces is absent."""
+    runs once per test session and list of files (_built_once), the other tests copy it. 27
+    fixtures and tests ingested the same 10 sets of real traces (cs336-jsun, the NCCL ring set,
+    the Kineto traces, ...) each on their own, at 2-15 CPU s each; derived=True spares each copy
+    the build of the families on its first read of them (11 CPU s on the Kineto traces, in each
+    of three modules). Skips when ../shared/traces is absent."""
     files = [trace_file(rel) for rel in rels]
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "ingested"
-    shared.mkdir(exist_ok=True)
     env = {"TRACEQL_DERIVE": "eager"} if derived else {}
     settings = [str(f) for f in files] + [f"{v}={env.get(v, os.environ.get(v, ''))}"
                                           for v in ("TRACEQL_DERIVE", "TRACEQL_READER")]
     key = hashlib.sha256("\n".join(settings).encode()).hexdigest()[:16]
-    built = shared / f"{key}.duckdb"
-    with open(shared / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not built.exists():
-            import traceql
 
-            part = shared / f"{key}.part.duckdb"
-            part.unlink(missing_ok=True)
-            saved = {v: os.environ.get(v) for v in env}
-            os.environ.update(env)
-            try:
-                traceql.ingest(files, db=part)
-            finally:
-                for v, value in saved.items():
-                    if value is None:
-                        os.environ.pop(v, None)
-                    else:
-                        os.environ[v] = value
-            part.rename(built)
+    def build(part: Path) -> None:
+        import traceql
+
+        saved = {v: os.environ.get(v) for v in env}
+        os.environ.update(env)
+        try:
+            traceql.ingest(files, db=part)
+        finally:
+            for v, value in saved.items():
+                if value is None:
+                    os.environ.pop(v, None)
+                else:
+                    os.environ[v] = value
+
+    built = _built_once(tmp_path_factory, key, ".duckdb", build)
     copy = tmp_path_factory.mktemp("ingested") / "ws.duckdb"
     shutil.copyfile(built, copy)
     return copy
+
+
+def generated_nsys(tmp_path_factory, kernels: int, seed: int = 0, layout: str = "3") -> Path:
+    """A synthetic nsys export (fixtures/gen_nsys.py generate) shared by the whole test session,
+    to be read, not written: the tests that need a large one (an ingest long enough to be
+    interrupted or killed mid-way) spent 9-10 CPU s each generating the same 300,000 kernels."""
+    from fixtures.gen_nsys import generate
+
+    key = f"gen_nsys-{layout}-{kernels}-{seed}"
+    return _built_once(tmp_path_factory, key, ".sqlite",
+                       lambda part: generate(part, layout=layout, kernels=kernels, seed=seed, force=True))
 
 
 def sha256(path: Path) -> str:

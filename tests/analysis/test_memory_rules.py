@@ -21,7 +21,7 @@ from fixtures.gen_memory import ACTIVATION, SEGMENT, generate
 from traceql.analysis import analyze
 
 from ..derive.test_memory import forget_kineto_events  # noqa: F401 - the fixture: the parsed files freed after the module
-from ..derive.test_memory import kineto_events, kineto_walk, nsys_walk, us_to_ns
+from ..derive.test_memory import kineto_events, kineto_walk, memory_workspace, nsys_walk, us_to_ns
 from ..util import cli, source_rows, trace_file
 
 RESNET = "kineto-tbplugin-resnet50-memory-2021/worker0.1623143089861.pt.trace.json.gz"
@@ -89,12 +89,18 @@ def leak_walk(mem, steps, skip=1, min_iterations=3, min_growth=1 << 20):
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("memrules")
-    paths = {"resnet": trace_file(RESNET), "resnet_b": trace_file(RESNET_B), "bert": trace_file(BERT),
-             "profile1": trace_file(PROFILE1), "con_kernel": trace_file(CON_KERNEL)}
-    paths["leaky"] = leaky_copy(paths["resnet"], tmp / "leaky.pt.trace.json.gz")
-    db = tmp / "ws.duckdb"
-    ids = {k: r.trace_id for k, r in zip(paths, traceql.ingest(list(paths.values()), db=db))}
+    """tests/derive/test_memory.py's workspace (one ingest for both modules; it holds Qwen as
+    well) with the leaky copy of ResNet added."""
+    db, mine, theirs = memory_workspace(tmp_path_factory)
+    names = {"resnet": "resnet_a", "resnet_b": "resnet_b", "bert": "bert", "qwen": "qwen",
+             "profile1": "extrap_profile1", "con_kernel": "extrap_con_kernel"}
+    ids = {k: mine[v] for k, v in names.items()}
+    paths = {k: theirs[v] for k, v in names.items()}
+    assert [str(paths[k]) for k in ("resnet", "resnet_b", "bert", "profile1", "con_kernel")] == \
+        [str(trace_file(r)) for r in (RESNET, RESNET_B, BERT, PROFILE1, CON_KERNEL)]
+    paths["leaky"] = leaky_copy(paths["resnet"], tmp_path_factory.mktemp("memrules") / "leaky.pt.trace.json.gz")
+    [res] = traceql.ingest([paths["leaky"]], db=db)
+    ids["leaky"] = res.trace_id
     with traceql.open(db) as w:
         yield w, ids, paths
 
@@ -145,9 +151,10 @@ def test_leak_thresholds_on_resnet(real):
 
 
 def test_leak_abstains_without_iterations(real):
-    w, ids, _ = real
+    w, ids, paths = real
     rows = {r["trace_id"]: r for r in evidence(w, "memory_leak") if r["recoverable_ns"] is None}
-    assert sorted(rows) == sorted([ids["bert"], ids["profile1"], ids["con_kernel"]])
+    assert len(kineto_steps(paths["qwen"])) < 3  # Qwen's steps, by the json walk: too few as well
+    assert sorted(rows) == sorted([ids["bert"], ids["qwen"], ids["profile1"], ids["con_kernel"]])
     assert rows[ids["bert"]]["iterations"] == 0 and "fewer than min_iterations = 3" in rows[ids["bert"]]["note"]
 
 

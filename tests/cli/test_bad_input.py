@@ -31,7 +31,7 @@ from fixtures.gen_nsys import generate
 from traceql.core.errors import InputError, WorkspaceError
 
 from .. import fuzz
-from ..util import REPO, make_sqlite, nsys_stub, sha256, trace_file
+from ..util import REPO, generated_nsys, make_sqlite, nsys_stub, sha256, trace_file
 from ..util import cli as served
 
 SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
@@ -921,14 +921,15 @@ def test_ctrl_c_during_a_query_exits_130(workspace):
     assert out == ""
 
 
-def test_ctrl_c_during_an_ingest_exits_130_and_changes_nothing(workspace, tmp_path):
-    big = generated(tmp_path / "big.sqlite", kernels=300_000)
-    before = sha256(workspace)
+def test_ctrl_c_during_an_ingest_exits_130_and_changes_nothing(workspace, tmp_path, tmp_path_factory):
+    big = generated_nsys(tmp_path_factory, kernels=300_000, seed=1)  # shared with test_workspace.py
+    before = sha256(workspace), sha256(big)
     code, out, err = interrupt_after(["--db", str(workspace), "ingest", str(big)], 3.0)
     assert code == 130, err
     assert err.strip().splitlines()[-1].startswith("traceql: interrupted")
-    assert sha256(workspace) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.sqlite", "good.sqlite", "ws.duckdb"]
+    assert (sha256(workspace), sha256(big)) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.sqlite", "ws.duckdb"]
+    assert [p.name for p in big.parent.iterdir() if p.name.startswith(big.name)] == [big.name]
 
 
 # -- symbolic links, modes, groups -------------------------------------------------------------

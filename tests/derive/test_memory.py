@@ -20,7 +20,7 @@ import pytest
 
 import traceql
 
-from ..util import trace_file
+from ..util import ingested, trace_file
 
 KINETO = {
     "bert": "kineto-tracelens-h100-bert-small/gaunernst_bert-small-uncased__1016001.json.gz",
@@ -109,12 +109,19 @@ def innermost(ops, pid, tid, ts):
     return max(inside)[2] if inside else None
 
 
+def memory_workspace(tmp_path_factory):
+    """(workspace, {name: trace_id}, {name: source path}) of KINETO and NSYS, ingested once for
+    the session (tests/util.py ingested): tests/analysis/test_memory_rules.py reads it too."""
+    paths = {k: trace_file(v) for k, v in {**KINETO, **NSYS}.items()}
+    db = ingested(tmp_path_factory, *KINETO.values(), *NSYS.values())
+    with traceql.open(db) as w:
+        by_path = {r["path"]: r["trace_id"] for r in w.sql("SELECT path, trace_id FROM trace").to_pylist()}
+    return db, {k: by_path[str(p)] for k, p in paths.items()}, paths
+
+
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory):
-    paths = {k: trace_file(v) for k, v in {**KINETO, **NSYS}.items()}
-    db = tmp_path_factory.mktemp("memory") / "ws.duckdb"
-    results = traceql.ingest(list(paths.values()), db=db)
-    ids = {k: r.trace_id for k, r in zip(paths, results)}
+    db, ids, paths = memory_workspace(tmp_path_factory)
     with traceql.open(db) as w:
         yield w, ids, paths
 

@@ -14,7 +14,7 @@ import pytest
 import traceql
 from traceql.core.errors import InputError
 
-from ..util import REPO, make_sqlite, nsys_stub, sha256, trace_file
+from ..util import REPO, generated_nsys, make_sqlite, nsys_stub, sha256, trace_file
 
 SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
 WINDOWS = "extrap-windows-gtx1060-nsys2022.1/profile1.sqlite"
@@ -65,11 +65,8 @@ def test_failure_midway_leaves_workspace_and_no_temporary_files(tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.sqlite", "b.sqlite", "ws.duckdb"]
 
 
-def test_killed_ingest_leaves_previous_workspace_usable(tmp_path):
-    from fixtures.gen_nsys import generate
-
-    big = tmp_path / "big.sqlite"
-    generate(big, layout="3", kernels=300_000, seed=1)
+def test_killed_ingest_leaves_previous_workspace_usable(tmp_path, tmp_path_factory):
+    big = generated_nsys(tmp_path_factory, kernels=300_000, seed=1)  # shared with test_bad_input.py
     db = tmp_path / "ws.duckdb"
     traceql.ingest([nsys_stub(tmp_path / "a.sqlite")], db=db)
     before = sha256(db)
