@@ -3,8 +3,9 @@
     python bench/first.py --runs 3 --out bench/FIRST.md --json bench/data/first.json
     python bench/first.py --runs 1 --sizes 250000 1000000 --out bench/FIRST.md   # with the scaling curve
 
-What a user waits for after `nsys export`: a fresh workspace (`traceql ingest FILE`) and the
-answer (`report --by kernel`, `--by range`, `--by op`, `summary`), two commands, against nsys-ai's
+What a user waits for after `nsys export`: the answer about a new file in one command
+(`traceql report --by kernel FILE`, `--by range`, `--by op`, `summary FILE`: the file ingested into a
+fresh workspace, then answered, in one process), against nsys-ai's
 answer on a cold cache (its cache folder removed first: `skill run top_kernels`, `skill run
 nvtx_layer_breakdown`, `summary`; it has no op report). Inputs: the three largest Nsight Systems
 exports in ../shared/traces and, with --sizes, the generated PyTorch-shaped exports of
@@ -13,8 +14,8 @@ nsys-ai run in turn, A B A B, --runs times; every figure is the median, with the
 system of every process of the answer, os.wait4): the machine is shared and its load (given per
 row) stretches wall time far more than CPU time.
 
-Also measured: the same first kernel answer with TRACEQL_DERIVE=eager (every derived table built at
-ingest, as before the derivation graph), start-up (`--version`, `sql 'SELECT 1'`, a report from the
+Also measured: the same first kernel answer in two commands (`traceql ingest FILE`, then the
+report: two processes, as before a report took a file), start-up (`--version`, `sql 'SELECT 1'`, a report from the
 workspace, against `python -c pass` and `python -c 'import duckdb'`), and with --sizes the full
 ingest (TRACEQL_DERIVE=eager: every derived table) per size: CPU seconds, ns per kernel, peak RSS,
 and the SQLite floor (Python's sqlite3 scanning every column ingest reads, bench/run.py).
@@ -54,15 +55,18 @@ def _sum(procs) -> dict:
                 load=procs[0].load, ok=failed is None, err="" if failed is None else failed.err[-300:])
 
 
-def traceql_first(src: Path, answer: str, mode: str = "lazy") -> dict:
+def traceql_first(src: Path, answer: str, two: bool = False) -> dict:
+    """traceql's first ANSWER about SRC on a fresh workspace: one command (`traceql ANSWER SRC`),
+    or with TWO `traceql ingest SRC` and then the answer."""
     db = DATA / f"first_{os.getpid()}.duckdb"
     for p in (db, db.with_name(db.name + ".wal")):
         p.unlink(missing_ok=True)
-    env = {**ENV, "TRACEQL_DERIVE": mode}
     cmd = [sys.executable, "-m", "traceql", "--db", str(db)]
     try:
-        return _sum([bench.run_child(cmd + ["ingest", str(src)], env=env, timeout=3600),
-                     bench.run_child(cmd + ANSWERS[answer], env=env, timeout=3600)])
+        if not two:
+            return _sum([bench.run_child(cmd + ANSWERS[answer] + [str(src)], env=ENV, timeout=3600)])
+        return _sum([bench.run_child(cmd + ["ingest", str(src)], env=ENV, timeout=3600),
+                     bench.run_child(cmd + ANSWERS[answer], env=ENV, timeout=3600)])
     finally:
         db.unlink(missing_ok=True)
 
@@ -88,7 +92,7 @@ def median(rows: list[dict | None]) -> dict | None:
     return {k: statistics.median(r[k] for r in rows) for k in ("secs", "cpu", "rss_mb", "load")}
 
 
-def measure_input(src: Path, nsysai, runs: int, answers, eager: bool = True) -> dict:
+def measure_input(src: Path, nsysai, runs: int, answers, two: bool = True) -> dict:
     out = dict(name=src.parent.name if src.parent != DATA else src.stem, counts=bench.source_counts(src),
                size_mb=src.stat().st_size / 1e6)
     floors = [bench.measure_floor(src) for _ in range(runs)]
@@ -98,11 +102,11 @@ def measure_input(src: Path, nsysai, runs: int, answers, eager: bool = True) -> 
         t, e, n = [], [], []
         for _ in range(runs):
             t.append(traceql_first(src, answer))
-            if answer == "kernel" and eager:
-                e.append(traceql_first(src, answer, "eager"))
+            if answer == "kernel" and two:
+                e.append(traceql_first(src, answer, two=True))
             if nsysai is not None and not nsysai.problem:
                 n.append(nsysai_first(nsysai, src, answer))
-        out[answer] = dict(traceql=median(t), eager=median(e), nsysai=median(n))
+        out[answer] = dict(traceql=median(t), two=median(e), nsysai=median(n))
     return out
 
 
@@ -171,9 +175,10 @@ def render(results: list[dict], start: dict, scale: list[dict], meta: dict) -> s
         "stretched by the load several times over, CPU seconds (user + system of every process of the answer) "
         "much less; compare the ratios of one row, not rows of different loads.",
         "",
-        "## First answers on a new file (ingest + the answer; nsys-ai on a cold cache)",
+        "## First answers on a new file (one command: `traceql report --by kernel FILE`, ingest included; "
+        "nsys-ai on a cold cache)",
         "",
-        "| input | answer | traceql | traceql, eager derivation | nsys-ai | traceql ÷ nsys-ai (wall / CPU) | SQLite floor | load |",
+        "| input | answer | traceql | traceql, ingest then answer (two commands) | nsys-ai | traceql ÷ nsys-ai (wall / CPU) | SQLite floor | load |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
@@ -183,7 +188,7 @@ def render(results: list[dict], start: dict, scale: list[dict], meta: dict) -> s
                 continue
             m = r[answer]
             L.append(f"| {r['name']} ({c.get('kernels', 0):,} kernels) | {answer} | {cell(m['traceql'])} | "
-                     f"{cell(m['eager'])} | {cell(m['nsysai'])} | {ratio(m['traceql'], m['nsysai'], 'secs')} / "
+                     f"{cell(m['two'])} | {cell(m['nsysai'])} | {ratio(m['traceql'], m['nsysai'], 'secs')} / "
                      f"{ratio(m['traceql'], m['nsysai'], 'cpu')} | {f3(r['floor']['secs'])} s | "
                      f"{(m['traceql'] or {}).get('load', 0):.1f} |")
     L += ["", "## Start-up and reports from a workspace (one of the exports above, every family built)", "",
@@ -213,9 +218,9 @@ def main(argv=None) -> None:
     ap.add_argument("--big-answers", nargs="*", default=["kernel", "range"], choices=list(ANSWERS),
                     help="first answers measured on the generated exports of --sizes")
     ap.add_argument("--no-nsys-ai", action="store_true")
-    ap.add_argument("--no-eager", action="store_true", help="no TRACEQL_DERIVE=eager column (the --sizes rows take long)")
-    ap.add_argument("--no-eager-sizes", action="store_true",
-                    help="the TRACEQL_DERIVE=eager column for the real exports only, not for --sizes")
+    ap.add_argument("--no-two", action="store_true", help="no two-command column (ingest, then the answer)")
+    ap.add_argument("--no-two-sizes", action="store_true",
+                    help="the two-command column for the real exports only, not for --sizes")
     ap.add_argument("--no-full-ingest", action="store_true", help="no full-ingest rows for --sizes (first answers only)")
     ap.add_argument("--out", default="bench/FIRST.md")
     ap.add_argument("--json", default=None)
@@ -227,10 +232,10 @@ def main(argv=None) -> None:
         nsysai = bench.find_nsysai(venv, venv.with_name("nsysai-home"))
         if nsysai.problem:
             bench.log(f"nsys-ai: {nsysai.problem}")
-    results = [measure_input(src, nsysai, args.runs, args.answers, not args.no_eager) for src in small_inputs()]
+    results = [measure_input(src, nsysai, args.runs, args.answers, not args.no_two) for src in small_inputs()]
     for k in args.sizes:
         results.append(measure_input(DATA / f"torch_{k}.sqlite", nsysai, 1, args.big_answers,
-                                     not (args.no_eager or args.no_eager_sizes)))
+                                     not (args.no_two or args.no_two_sizes)))
     db = DATA / "first_startup.duckdb"
     db.unlink(missing_ok=True)
     made = bench.run_child([sys.executable, "-m", "traceql", "--db", str(db), "ingest", str(small_inputs()[0])],

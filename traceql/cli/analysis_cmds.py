@@ -11,9 +11,8 @@ import click
 from traceql.core.progress import for_stderr
 from traceql.cli.context import Context, say_wait, table_width
 from traceql.cli.output import check_output, emit, pa_strings, first_rows
-from traceql.cli.params import (engine_options, format_option, limit_option, output_option, overwrite_option,
-                                param_option,
-                                trace_option, wide_option)
+from traceql.cli.params import (FILE_HELP, engine_options, file_argument, format_option, limit_option, output_option,
+                                overwrite_option, param_option, trace_option, wide_option)
 from traceql.cli.group import cli
 
 
@@ -43,10 +42,11 @@ overlap, so their times are not to be added. --param NAME=VALUE sets a rule's th
 (default 5); csv, tsv and parquet give one row per rule, or with a single --rule its evidence
 rows; json gives both. --fail-on RULE (or 'any') exits with code 8 when the rule has findings
 with recoverable time (a memory rule: any finding; they cost memory, not time), for CI.
-"""
+""" + "\n" + FILE_HELP.replace("COMMAND", "analyze")
 
 
 @cli.command(help=ANALYZE_HELP)
+@file_argument()
 @click.option("--rule", "rule_names", multiple=True, metavar="NAME", help="Run only this rule (repeatable).")
 @trace_option()
 @param_option("A rule parameter, e.g. min_gap_ns=500000 (repeatable; --list shows them).")
@@ -60,7 +60,7 @@ with recoverable time (a memory rule: any finding; they cost memory, not time), 
 @wide_option
 @engine_options
 @click.pass_obj
-def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail_on, list_rules):
+def analyze(obj: Context, file, rule_names, trace_id, params, limit, fmt, output, fail_on, list_rules):
     from traceql.analysis.analyze import FINDINGS_EXIT, rule, rules, write_text
     from traceql.query.library import parse_params
 
@@ -73,7 +73,8 @@ def analyze(obj: Context, rule_names, trace_id, params, limit, fmt, output, fail
             click.echo("")
         return
     check_output(output)
-    with obj.open() as ws:
+    ws, trace_id = obj.open_on(file, trace_id)
+    with ws:
         result = ws.analyze(list(rule_names) or None, trace_id=trace_id, **parse_params(params))
         traces = ws.execute("SELECT trace_id, path, duration FROM trace WHERE ? IS NULL OR trace_id = ? "
                             "ORDER BY trace_id", [trace_id, trace_id]).to_arrow_table().to_pylist()

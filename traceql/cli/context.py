@@ -74,6 +74,48 @@ class Context:
         return ws
 
 
+    def open_on(self, file: Path | None, trace_id: int | None):
+        """The workspace opened for a report and the trace to report on. With FILE (a report's
+        optional argument: the first answer about an export in one command), FILE's trace, ingested
+        first (what ingest prints goes to stderr) unless the workspace holds it unchanged; else
+        --trace's TRACE_ID."""
+        if file is None:
+            return self.open(), trace_id
+        if trace_id is not None:
+            raise UsageError(f"{file} and --trace {trace_id}: give one of them (the report on a file covers "
+                             "that file's trace)")
+        if self.engine == "spark":
+            raise UsageError(f"{file}: a report on a file is for a DuckDB workspace; with --engine spark, "
+                             "ingest the file into the Parquet export first")
+        from traceql.sources.nsys_export import file_read
+
+        db = self.local_db()
+        if isinstance(file, str):
+            raise UsageError(f"{file}: a URL is ingested with --engine spark; DuckDB reads local files")
+        if db.exists():
+            ws = self.open()
+            try:
+                held = ws.held(file_read(file, db))
+            except BaseException:
+                ws.close()
+                raise
+            if held is not None:
+                return ws, held
+            ws.close()
+        from traceql.cli.ingested import tell_ingested  # (ingest's machinery: only when it ingests)
+        from traceql.core.progress import for_stderr
+        from traceql.store.ingest import ingest as ingest_files
+
+        progress = for_stderr()
+        try:
+            results = ingest_files([file], db=db, progress=progress, on_wait=say_wait)
+        finally:
+            if progress:
+                progress.close()
+        tell_ingested(results, db, err=True)
+        return self.open(), results[0].trace_id
+
+
 def say_wait(message: str) -> None:
     """Tell on stderr that a command waits for another writer of the workspace."""
     click.echo(f"traceql: {message}", err=True)

@@ -173,6 +173,20 @@ def trace_option(help: str = "Only this trace id."):
     return click.option("--trace", "trace_id", type=int, default=None, help=help)
 
 
+FILE_HELP = """\
+FILE: an export to answer about in one command (`traceql COMMAND profile.sqlite`): ingested
+into the workspace first, as `traceql ingest FILE` does (what it prints goes to stderr),
+unless the workspace holds it unchanged (same path, size and SHA-256); the answer covers
+that file's trace, as --trace would.
+"""
+
+
+def file_argument():
+    """[FILE]: an export to answer about in one command, ingested first unless the workspace holds
+    it unchanged (traceql.cli.workspace_cmds.open_on_file)."""
+    return click.argument("file", required=False, type=PATH_OR_URL, metavar="[FILE]")
+
+
 def per_trace_option(help: str):
     """--per-trace: rows (or files) split by trace."""
     return click.option("--per-trace", is_flag=True, help=help)

@@ -9,9 +9,9 @@ from traceql.query.jobs import pooling_warning, split_note
 from traceql.query.reports import REPORTS, blurb, check_options, empty_note, report_query
 from traceql.cli.context import Context, allow_numpy, table_width, wide
 from traceql.cli.output import check_output, check_unit, emit, say, tell
-from traceql.cli.params import (engine_options, format_option, limit_option, output_option, overwrite_option,
-                                per_trace_option, report_option, report_options, trace_option, unit_option,
-                                wide_option)
+from traceql.cli.params import (FILE_HELP, engine_options, file_argument, format_option, limit_option, output_option,
+                                overwrite_option, per_trace_option, report_option, report_options, trace_option,
+                                unit_option, wide_option)
 from traceql.cli.group import cli
 
 
@@ -30,7 +30,8 @@ stddev_ns (sample standard deviation, n - 1). pct is the row's share of the summ
 all rows of the report (after --where; per trace with --per-trace), never of wall time; the
 table header says which sum. `traceql reports NAME` documents every column. Machine formats
 give times in ns; tables show readable units, or --unit.
-"""
+
+""" + FILE_HELP.replace("COMMAND", "report --by kernel")
 
 
 def _by_list() -> str:
@@ -46,6 +47,7 @@ ONE_ROW_PER_TRACE = ("rank", "clock", "memory")  # reports whose rows are traces
 
 
 @cli.command(help=REPORT_HELP)
+@file_argument()
 @click.option("--by", "by", type=click.Choice(list(REPORTS)), required=True, metavar="NAME",
               help="What to report on: one of the --by values above.")
 @trace_option()
@@ -77,7 +79,7 @@ ONE_ROW_PER_TRACE = ("rank", "clock", "memory")  # reports whose rows are traces
 @wide_option
 @engine_options
 @click.pass_context
-def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
+def report(ctx, file, by, trace_id, per_trace, where, sort, limit, columns, fmt, output, unit, with_dims, group_by,
            max_depth, match, domain, spread, skip_first, with_shapes, level, peak_tflops, peak_gbps, measure,
            per_iteration, recompute, range_names, range_words):
     # the report-specific options given on the command line; which apply to which report is the
@@ -91,7 +93,8 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
     check_unit(unit, fmt)
     obj: Context = ctx.obj
     check_output(output)
-    with obj.open() as ws:
+    ws, trace_id = obj.open_on(file, trace_id)
+    with ws:
         table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,
                           columns=columns, recompute=recompute, range=list(range_names) or None,
                           range_match=list(range_words) or None, **params)
@@ -104,7 +107,21 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
     emit(table, fmt, output, unit=unit, labels=report_query(by).labels)
 
 
-@cli.command()
+SUMMARY_HELP = """An nvprof-style overview: each trace's span, its GPUs and their busy share of the span,
+then "GPU activities" (kernels by name, copies by direction, memsets) and "API calls",
+with Time(%), Time, Calls, Avg, Min, Max, Name.
+
+Time(%) is the share of the summed time of the section (all GPU activities, or all API
+calls), not of wall time. Busy is the time a GPU ran at least one operation (overlapping
+streams counted once), as a share of the trace span (first to last event of any kind).
+Machine formats carry the nsys stats columns: section, name, calls, total_ns, pct,
+avg_ns, med_ns, min_ns, max_ns, stddev_ns (sample standard deviation, n - 1).
+
+""" + FILE_HELP.replace("COMMAND", "summary")
+
+
+@cli.command(help=SUMMARY_HELP)
+@file_argument()
 @trace_option()
 @per_trace_option("One overview per trace instead of all traces together (the default when the traces "
                    "are not one job).")
@@ -119,20 +136,11 @@ def report(ctx, by, trace_id, per_trace, where, sort, limit, columns, fmt, outpu
 @wide_option
 @engine_options
 @click.pass_obj
-def summary(obj: Context, trace_id, per_trace, limit, fmt, output, unit, recompute):
-    """An nvprof-style overview: each trace's span, its GPUs and their busy share of the span,
-    then "GPU activities" (kernels by name, copies by direction, memsets) and "API calls",
-    with Time(%), Time, Calls, Avg, Min, Max, Name.
-
-    Time(%) is the share of the summed time of the section (all GPU activities, or all API
-    calls), not of wall time. Busy is the time a GPU ran at least one operation (overlapping
-    streams counted once), as a share of the trace span (first to last event of any kind).
-    Machine formats carry the nsys stats columns: section, name, calls, total_ns, pct,
-    avg_ns, med_ns, min_ns, max_ns, stddev_ns (sample standard deviation, n - 1).
-    """
+def summary(obj: Context, file, trace_id, per_trace, limit, fmt, output, unit, recompute):
     check_unit(unit, fmt)
     check_output(output)
-    with obj.open() as ws:
+    ws, trace_id = obj.open_on(file, trace_id)
+    with ws:
         split = None if per_trace or trace_id is not None else split_note(ws)
         result = ws.summary(trace_id=trace_id, per_trace=per_trace or split is not None, limit=limit,
                             recompute=recompute)

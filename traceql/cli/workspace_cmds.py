@@ -12,6 +12,7 @@ from traceql.core.progress import for_stderr
 from traceql.outputs.numbers import human_ns
 from traceql.outputs.summary_text import source_label
 from traceql.cli.context import Context, say_wait
+from traceql.cli.ingested import tell_ingested
 from traceql.cli.output import gpu_list, say, shown_path
 from traceql.cli.params import PATH_OR_URL, engine_options, format_option
 from traceql.core.errors import UsageError
@@ -70,25 +71,7 @@ def ingest(obj: Context, files, flops_plugins, rank, host, jobs):
     finally:
         if progress:
             progress.close()
-    for r in results:
-        verb = "replaced" if r.replaced else "added"
-        det = r.detected
-        source = source_label(det.source_format, det.exporter_version)
-        version = f"{source} schema {det.schema_version}" if det.schema_version else f"{source}, no schema version"
-        click.echo(f"{verb} trace {r.trace_id}: {printable(str(r.path))} "
-                   f"({version}, layout {det.layout}) in {r.seconds:.2f} s")
-        from traceql.store.workspace import COUNTED
-
-        if det.exported_from is not None:
-            click.echo(f"  exported from {printable(str(det.exported_from))} by nsys export")
-        click.echo("  " + ", ".join(f"{v} {r.counts[v]:,}" for v in COUNTED if v in r.counts))
-        if r.identity is not None and r.identity.facts:
-            click.echo("  " + printable(r.identity.line()))
-        for w in r.warnings:
-            click.echo(f"  warning: {printable(w)}")
-        if hint := r.capture_hint():
-            click.echo(f"  note: {hint}")
-    click.echo(f"workspace: {obj.db}")
+    tell_ingested(results, obj.db)
 
 
 def _ingest_on_spark(obj: Context, files, flops_plugins, rank, host, jobs) -> None:

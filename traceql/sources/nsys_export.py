@@ -63,6 +63,15 @@ def _digest(path: Path) -> str:
     return file_sha256(path)
 
 
+def file_read(path: Path, db: Path) -> Path:
+    """The file an ingest of PATH into workspace DB reads: PATH, or for a report its SQLite export
+    (exported(): cached beside DB, exported when nsys is at hand; without one PATH itself, which
+    detect refuses with how to export it)."""
+    if is_report(Path(path)):
+        return exported(path, db) or path
+    return path
+
+
 def exported(report: Path, db: Path) -> Path | None:
     """The SQLite export of REPORT to ingest in its place: the cached one while the report is
     unchanged, else a fresh `nsys export`. None when REPORT is not a report or no nsys is at

@@ -75,9 +75,8 @@ def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult
     user = {"rank": rank, "host": None if host is None else str(host).strip()}
     detected, given = [], {}
     for p in paths:  # the same file twice (by absolute path, symlinks resolved) is read once
-        report = None
-        if nsys_export.is_report(p):  # an Nsight Systems report: its SQLite export, when nsys is at hand
-            report, p = p, nsys_export.exported(p, db) or p
+        report = p if nsys_export.is_report(p) else None
+        p = nsys_export.file_read(p, db)
         key = Path(os.path.realpath(p))  # (a link loop: detect says so)
         given[key] = given.get(key, 0) + 1
         if given[key] == 1:

@@ -436,6 +436,24 @@ class WorkspaceFile:
     def trace_ids(self) -> list[int]:
         return [r[0] for r in self.con.execute("SELECT trace_id FROM trace ORDER BY trace_id").fetchall()]
 
+    def held(self, path: str | os.PathLike) -> int | None:
+        """The trace id of the export PATH when this workspace holds it unchanged: the same
+        absolute path (links resolved), size and SHA-256 as when it was ingested; else None (a
+        file never ingested, changed since, or gone)."""
+        from traceql.sources.digest import file_sha256
+
+        p = Path(path).resolve()
+        row = self.con.execute("SELECT trace_id, file_size, file_sha256 FROM trace WHERE path = ?",
+                               [str(p)]).fetchone()
+        if row is None or row[2] is None:
+            return None
+        try:
+            if p.stat().st_size != row[1] or file_sha256(p) != row[2]:
+                return None
+        except OSError:
+            return None
+        return row[0]
+
     def check_trace(self, trace_id: int | None) -> None:
         if trace_id is not None and trace_id not in self.trace_ids():
             raise UsageError(f"--trace {trace_id}: no such trace in {self.path} "

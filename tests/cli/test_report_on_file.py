@@ -1,0 +1,106 @@
+"""`traceql report --by NAME FILE` (and summary, analyze): the first answer about an export in one
+command. FILE is ingested unless the workspace holds it unchanged, and the answer covers its trace
+only: the same rows as `ingest FILE` followed by the command with --trace."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import sqlite3
+
+import pytest
+
+from fixtures.gen_nsys import generate
+
+from ..util import cli as traceql
+from ..util import sha256
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report_on_file")
+    a, b = tmp / "a.sqlite", tmp / "b.sqlite"
+    generate(a, layout="3", kernels=60, seed=1)
+    generate(b, layout="3", kernels=90, seed=2)
+    return a, b
+
+
+def ok(*args, cwd=None):
+    proc = traceql(*map(str, args), cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def kernel_rows(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def kernel_facts(path) -> tuple[int, int]:
+    """Kernels and their summed duration, read from the export with Python's sqlite3."""
+    with sqlite3.connect(path) as con:
+        return con.execute('SELECT count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchone()
+
+
+def test_a_file_is_ingested_once_and_answered(tmp_path, exports):
+    a, _ = exports
+    first = ok("report", "--by", "kernel", "--format", "csv", a, cwd=tmp_path)  # the default workspace, ./traceql.duckdb
+    db = tmp_path / "traceql.duckdb"
+    assert first.stderr.splitlines()[0].startswith(f"added trace 1: {a} (")
+    assert first.stderr.splitlines()[-1] == "workspace: traceql.duckdb"
+    rows = kernel_rows(first.stdout)
+    assert (sum(int(r["calls"]) for r in rows), sum(int(r["total_ns"]) for r in rows)) == kernel_facts(a)
+
+    # the same rows as ingest + report, in two commands, on another workspace
+    other = tmp_path / "two.duckdb"
+    ok("--db", other, "ingest", a)
+    assert ok("--db", other, "report", "--by", "kernel", "--format", "csv").stdout == first.stdout
+
+    # asked again: nothing ingested, nothing written, the same answer
+    before = sha256(db)
+    again = ok("report", "--by", "kernel", "--format", "csv", a, cwd=tmp_path)
+    assert again.stderr == ""
+    assert again.stdout == first.stdout
+    assert sha256(db) == before
+
+
+def test_the_answer_covers_the_file_s_trace_only(tmp_path, exports):
+    a, b = exports
+    db = tmp_path / "w.duckdb"
+    ok("--db", db, "ingest", b)  # trace 1: another export in the workspace
+    proc = ok("--db", db, "report", "--by", "kernel", "--format", "csv", a)
+    assert proc.stderr.startswith(f"added trace 2: {a} (")
+    assert proc.stdout == ok("--db", db, "report", "--by", "kernel", "--format", "csv", "--trace", "2").stdout
+    assert sum(int(r["calls"]) for r in kernel_rows(proc.stdout)) == kernel_facts(a)[0]
+    for command in (["summary", "--format", "csv"], ["analyze", "--format", "json"]):
+        on_file = ok("--db", db, *command, a)
+        assert on_file.stderr == ""  # held unchanged: not ingested again
+        assert on_file.stdout == ok("--db", db, *command, "--trace", "2").stdout
+        assert on_file.stdout != ok("--db", db, *command, "--trace", "1").stdout
+
+
+def test_a_changed_file_is_ingested_again(tmp_path, exports):
+    a, b = exports
+    db = tmp_path / "w.duckdb"
+    copy = tmp_path / "run.sqlite"
+    shutil.copy(a, copy)
+    ok("--db", db, "report", "--by", "kernel", copy)
+    shutil.copy(b, copy)  # the run profiled again, exported to the same file
+    proc = ok("--db", db, "report", "--by", "kernel", "--format", "csv", copy)
+    assert proc.stderr.startswith(f"replaced trace 1: {copy} (")
+    rows = kernel_rows(proc.stdout)
+    assert (sum(int(r["calls"]) for r in rows), sum(int(r["total_ns"]) for r in rows)) == kernel_facts(b)
+
+
+def test_a_file_with_trace_or_missing_is_refused(tmp_path, exports):
+    a, _ = exports
+    db = tmp_path / "w.duckdb"
+    proc = traceql("--db", str(db), "report", "--by", "kernel", "--trace", "1", str(a))
+    assert proc.returncode == 2
+    assert proc.stderr == (f"traceql: error: {a} and --trace 1: give one of them (the report on a file covers "
+                           "that file's trace)\n")
+    missing = tmp_path / "gone.sqlite"
+    proc = traceql("--db", str(db), "summary", str(missing))
+    assert proc.returncode == 3, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and str(missing) in proc.stderr
+    assert not db.exists()  # nothing written for a file that could not be read
