@@ -82,6 +82,28 @@ def test_similar_names_stay_apart_when_shortened():
     assert any("MulFunctor" in line for line in text.splitlines())
 
 
+def test_common_prefix_is_the_characters_compared_one_by_one():
+    """cells._common_prefix (a binary search over slices) against a character loop, on names
+    that share no, some, all or a whole other name's characters, wide characters included."""
+    import random
+
+    from traceql.outputs.cells import _common_prefix
+
+    def by_hand(a, b):
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        return n
+
+    rng = random.Random(7)
+    pairs = [("", ""), ("a", ""), ("abc", "abc"), ("abc", "abd"), ("void k<128>", "void k<128, 2>")]
+    for _ in range(3000):
+        a = "".join(rng.choice("ab\u00e9\u5bbd") for _ in range(rng.randint(0, 40)))
+        pairs.append((a, a[:rng.randint(0, len(a))] + "".join(rng.choice("ab") for _ in range(rng.randint(0, 3)))))
+    for a, b in pairs:
+        assert _common_prefix(a, b) == _common_prefix(b, a) == by_hand(a, b), (a, b)
+
+
 def test_layouts_at_each_width():
     cells = [[str(c) for c in col.to_pylist()] for col in humanize(kernel_table(), labels=LABELS).columns]
     heads = humanize(kernel_table(), labels=LABELS).column_names

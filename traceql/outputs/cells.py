@@ -116,12 +116,17 @@ def shorten_middle(text: str, width: int) -> str:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
+    """How many leading characters A and B share: a binary search over slices compared whole
+    (C++ kernel names run to thousands of characters, and shorten_distinct compares each with
+    its neighbours: a loop over the characters cost seconds on a trace of a hundred names)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _keep_difference(text: str, width: int, first: int) -> str:
