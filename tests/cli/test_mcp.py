@@ -82,8 +82,31 @@ def ws(tmp_path_factory):
     return ingested(tmp_path_factory, CS336)
 
 
-def test_tool_list_and_schemas(ws):
-    tools, (kernels,) = session(ws, [("schema", {"view": "kernel"})])
+@pytest.fixture(scope="module")
+def asked(ws):
+    """One server on the module's workspace (`python -m traceql --db WS mcp`, from the repository),
+    kept running for the module: asked(CALLS) makes CALLS [(name, args)] in order and gives
+    (tools, results), as session() does. Each call opens the workspace anew, so a server that
+    answered other questions before answers as a new one; starting one cost 2 CPU s (Python, the
+    mcp SDK), for each of eight tests. Tests that need a workspace or a folder of their own start
+    their own (session())."""
+    from anyio.from_thread import start_blocking_portal
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "traceql", "--db", str(ws), "mcp"],
+                                   cwd=str(REPO), env={"PYTHONPATH": str(REPO)})
+    with start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(stdio_client(params, errlog=sys.stderr)) as (read, write):
+            with portal.wrap_async_context_manager(mcp.ClientSession(read, write)) as client:
+                portal.call(client.initialize)
+                tools = portal.call(client.list_tools).tools
+
+                def ask(calls):
+                    return tools, [portal.call(client.call_tool, name, args) for name, args in calls]
+                yield ask
+
+
+def test_tool_list_and_schemas(asked):
+    tools, (kernels,) = asked([("schema", {"view": "kernel"})])
     by_name = {t.name: t for t in tools}
     assert set(by_name) == TOOLS
     for t in tools:
@@ -112,11 +135,11 @@ def test_tool_list_and_schemas(ws):
     assert (units["ts"], units["dur"], units["dynamic_shared_memory"], units["name"]) == ("ns", "ns", "bytes", None)
 
 
-def test_report_and_sql_equal_the_cli_csv(ws):
+def test_report_and_sql_equal_the_cli_csv(ws, asked):
     sql = "SELECT name, count(*) AS calls, sum(dur) AS total_ns FROM kernel GROUP BY 1 ORDER BY 3 DESC, 1"
     range_args = {"by": "range", "where": "name IN ('Forward', 'Backward') OR name LIKE 'Warm-up%'", "sort": "cpu_total_ns",
                   "columns": ["name", "instances", "cpu_total_ns", "gpu_kernel_ns"]}
-    _, (kernel, ranges, rows, traces) = session(ws, [
+    _, (kernel, ranges, rows, traces) = asked([
         ("report", {"by": "kernel", "limit": 10}), ("report", range_args), ("sql", {"query": sql}),
         ("traces", {})])
     want = csv_rows(traceql("--db", str(ws), "report", "--by", "kernel", "--limit", "10", "--format", "csv"))
@@ -142,8 +165,8 @@ def test_report_and_sql_equal_the_cli_csv(ws):
     assert trace["counts"]["kernel"] == n and trace["source_format"] == "nsys"
 
 
-def test_sql_row_cap_says_how_many_rows_there_were(ws):
-    _, (capped,) = session(ws, [("sql", {"query": "SELECT kernel_id, dur FROM kernel ORDER BY ts", "max_rows": 7})])
+def test_sql_row_cap_says_how_many_rows_there_were(asked):
+    _, (capped,) = asked([("sql", {"query": "SELECT kernel_id, dur FROM kernel ORDER BY ts", "max_rows": 7})])
     (n,), = source("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
     got = ok(capped)
     assert len(got["rows"]) == 7 and got["row_count"] == n > 7
@@ -170,14 +193,14 @@ def test_sql_refuses_writes_files_and_attach(ws, tmp_path):
     assert (sorted(os.listdir(ws.parent)), sorted(os.listdir(tmp_path))) == files and not target.exists()
 
 
-def test_missing_workspace_and_bad_arguments_are_tool_errors(ws, tmp_path):
+def test_missing_workspace_and_bad_arguments_are_tool_errors(asked, tmp_path):
     _, missing = session(tmp_path / "none.duckdb", [("traces", {}), ("report", {"by": "kernel"}),
                                                      ("schema", {"view": "kernel"})])
     for r in missing[:2]:
         assert "no workspace here" in one_line_error(r)
     assert ok(missing[2])["views"][0]["view"] == "kernel"  # still serving
     assert not (tmp_path / "none.duckdb").exists()
-    _, bad = session(ws, [("report", {"by": "nope"}), ("report", {"by": "kernel", "limit": -1}),
+    _, bad = asked([("report", {"by": "nope"}), ("report", {"by": "kernel", "limit": -1}),
                           ("sql", {}), ("report", {"by": "kernel", "group": "frame"}),
                           ("report", {"by": "kernel", "trace": 99}), ("schema", {"view": "kernal"}),
                           ("sql", {"query": "SELECT nam FROM kernel"}), ("nope", {}),
@@ -193,8 +216,8 @@ def test_missing_workspace_and_bad_arguments_are_tool_errors(ws, tmp_path):
     assert ok(bad[-1])["row_count"] == 1
 
 
-def test_analyze_equals_the_cli(ws):
-    _, (found,) = session(ws, [("analyze", {"rules": ["sync_calls", "gpu_gaps"], "limit": 3})])
+def test_analyze_equals_the_cli(ws, asked):
+    _, (found,) = asked([("analyze", {"rules": ["sync_calls", "gpu_gaps"], "limit": 3})])
     got = ok(found)
     want = csv_rows(traceql("--db", str(ws), "analyze", "--rule", "sync_calls", "--rule", "gpu_gaps",
                             "--format", "csv"))
@@ -204,8 +227,8 @@ def test_analyze_equals_the_cli(ws):
     assert gaps["row_count"] == len(evidence) and cells(gaps["rows"]) == evidence[:3]
 
 
-def test_diff_equals_the_cli(ws):
-    _, (same, changed, missing) = session(ws, [("diff", {"a": 1, "b": 1, "changed_only": False}),
+def test_diff_equals_the_cli(ws, asked):
+    _, (same, changed, missing) = asked([("diff", {"a": 1, "b": 1, "changed_only": False}),
                                                 ("diff", {"a": 1, "b": 1}), ("diff", {"a": 1, "b": 7})])
     got = ok(same)
     want = csv_rows(traceql("--db", str(ws), "diff", "1", "1", "--format", "csv"))
@@ -218,7 +241,7 @@ def test_diff_equals_the_cli(ws):
     assert ok(changed)["row_count"] == 0 and "--trace 7: no such trace" in one_line_error(missing)
 
 
-def test_report_options_equal_the_cli(ws):
+def test_report_options_equal_the_cli(ws, asked):
     """The report-specific options come from the report registry: they give the CLI's rows, and a
     refusal is the CLI's message, word for word, which the Python API raises too."""
     from traceql.api import open as open_workspace
@@ -234,7 +257,7 @@ def test_report_options_equal_the_cli(ws):
                ({"by": "kernel", "level": "leaf"}, ["--by", "kernel", "--level", "leaf"], {"level": "leaf"}),
                ({"by": "source", "group": "name"}, ["--by", "source", "--group", "name"], {"group_by": "name"}),
                ({"by": "range", "per_iteration": True}, ["--by", "range", "--per-iteration"], {"per_iteration": True})]
-    _, results = session(ws, [("report", a) for a, _ in asks] + [("report", a) for a, _, _ in refused])
+    _, results = asked([("report", a) for a, _ in asks] + [("report", a) for a, _, _ in refused])
     for (args, flags), result in zip(asks, results):
         want = csv_rows(traceql("--db", str(ws), "report", *flags, "--format", "csv"))
         assert want and cells(ok(result)["rows"]) == want, args
@@ -252,8 +275,8 @@ def test_report_options_equal_the_cli(ws):
     assert "applies to --by range only" in one_line_error(results[len(asks)])
 
 
-def test_summary_equals_the_cli(ws):
-    _, (whole, limited) = session(ws, [("summary", {}), ("summary", {"limit": 2, "trace": 1})])
+def test_summary_equals_the_cli(ws, asked):
+    _, (whole, limited) = asked([("summary", {}), ("summary", {"limit": 2, "trace": 1})])
     got = ok(whole)
     want = csv_rows(traceql("--db", str(ws), "summary", "--format", "csv"))
     assert cells(got["rows"]) == want and got["row_count"] == len(want)
