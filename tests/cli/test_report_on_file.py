@@ -104,3 +104,27 @@ def test_a_file_with_trace_or_missing_is_refused(tmp_path, exports):
     assert proc.returncode == 3, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and str(missing) in proc.stderr
     assert not db.exists()  # nothing written for a file that could not be read
+
+
+@pytest.mark.parametrize("command", [["report", "--by", "range"], ["summary"], ["analyze", "--rule", "gpu_gaps"]])
+def test_what_the_answer_reads_is_built_with_the_ingest(tmp_path, exports, command):
+    """The deferred families the command reads (attribution for range, busy for summary and
+    gpu_gaps) are built in the ingest's transaction: one copy, build and CHECKPOINT, where a
+    separate ingest and first use make two. TRACEQL_TIMING prints each statement."""
+    a, _ = exports
+    db = tmp_path / "w.duckdb"
+    proc = traceql("--db", str(db), *command, str(a), env={"TRACEQL_TIMING": "1", "TRACEQL_DERIVE": "lazy"})
+    assert proc.returncode == 0, proc.stderr
+    assert checkpoints(proc.stderr) == 1
+    # the same answer as ingest, then the command, which builds them on first use: its own CHECKPOINTs
+    other = tmp_path / "two.duckdb"
+    lazy = {"TRACEQL_TIMING": "1", "TRACEQL_DERIVE": "lazy"}
+    assert traceql("--db", str(other), "ingest", str(a), env=lazy).returncode == 0
+    two = traceql("--db", str(other), *command, env=lazy)
+    assert checkpoints(two.stderr) >= 1
+    assert two.stdout == proc.stdout
+
+
+def checkpoints(timing: str) -> int:
+    """The CHECKPOINT statements TRACEQL_TIMING printed: one per transaction written."""
+    return sum(line.startswith("[traceql timing]") and line.endswith(" CHECKPOINT") for line in timing.splitlines())

@@ -64,8 +64,9 @@ def analyze(obj: Context, file, rule_names, trace_id, params, limit, fmt, output
     from traceql.analysis.analyze import FINDINGS_EXIT, rule, rules, write_text
     from traceql.query.library import parse_params
 
+    run = list(rules().values()) if not rule_names else [rule(n) for n in rule_names]
     if list_rules:
-        for r in (rules().values() if not rule_names else [rule(n) for n in rule_names]):
+        for r in run:
             click.echo(f"{r.name}: {r.description}")
             for p in r.thresholds:
                 default = r.query.defaults.get(p)
@@ -73,7 +74,10 @@ def analyze(obj: Context, file, rule_names, trace_id, params, limit, fmt, output
             click.echo("")
         return
     check_output(output)
-    ws, trace_id = obj.open_on(file, trace_id)
+    from traceql.query.reports import report_query
+
+    reads = "\n".join([r.query.sql for r in run] + [report_query("breakdown").sql])  # what a FILE's ingest builds
+    ws, trace_id = obj.open_on(file, trace_id, reads=reads)
     with ws:
         result = ws.analyze(list(rule_names) or None, trace_id=trace_id, **parse_params(params))
         traces = ws.execute("SELECT trace_id, path, duration FROM trace WHERE ? IS NULL OR trace_id = ? "

@@ -74,11 +74,12 @@ class Context:
         return ws
 
 
-    def open_on(self, file: Path | None, trace_id: int | None):
+    def open_on(self, file: Path | None, trace_id: int | None, reads: str = ""):
         """The workspace opened for a report and the trace to report on. With FILE (a report's
         optional argument: the first answer about an export in one command), FILE's trace, ingested
-        first (what ingest prints goes to stderr) unless the workspace holds it unchanged; else
-        --trace's TRACE_ID."""
+        first (what ingest prints goes to stderr) unless the workspace holds it unchanged, with the
+        deferred families that READS (the SQL the command runs) needs built in the same transaction;
+        else --trace's TRACE_ID."""
         if file is None:
             return self.open(), trace_id
         if trace_id is not None:
@@ -104,11 +105,12 @@ class Context:
             ws.close()
         from traceql.cli.ingested import tell_ingested  # (ingest's machinery: only when it ingests)
         from traceql.core.progress import for_stderr
+        from traceql.derive.derivation import read_by
         from traceql.store.ingest import ingest as ingest_files
 
         progress = for_stderr()
         try:
-            results = ingest_files([file], db=db, progress=progress, on_wait=say_wait)
+            results = ingest_files([file], db=db, progress=progress, on_wait=say_wait, families=read_by(reads))
         finally:
             if progress:
                 progress.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from traceql.query.jobs import pooling_warning, split_note
-from traceql.query.reports import REPORTS, blurb, check_options, empty_note, report_query
+from traceql.query.reports import REPORTS, blurb, check_options, empty_note, report_query, summary_sql
 from traceql.cli.context import Context, allow_numpy, table_width, wide
 from traceql.cli.output import check_output, check_unit, emit, say, tell
 from traceql.cli.params import (FILE_HELP, engine_options, file_argument, format_option, limit_option, output_option,
@@ -93,7 +93,7 @@ def report(ctx, file, by, trace_id, per_trace, where, sort, limit, columns, fmt,
     check_unit(unit, fmt)
     obj: Context = ctx.obj
     check_output(output)
-    ws, trace_id = obj.open_on(file, trace_id)
+    ws, trace_id = obj.open_on(file, trace_id, reads=report_query(by).sql)
     with ws:
         table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,
                           columns=columns, recompute=recompute, range=list(range_names) or None,
@@ -139,7 +139,7 @@ avg_ns, med_ns, min_ns, max_ns, stddev_ns (sample standard deviation, n - 1).
 def summary(obj: Context, file, trace_id, per_trace, limit, fmt, output, unit, recompute):
     check_unit(unit, fmt)
     check_output(output)
-    ws, trace_id = obj.open_on(file, trace_id)
+    ws, trace_id = obj.open_on(file, trace_id, reads=summary_sql())
     with ws:
         split = None if per_trace or trace_id is not None else split_note(ws)
         result = ws.summary(trace_id=trace_id, per_trace=per_trace or split is not None, limit=limit,

@@ -288,6 +288,12 @@ class Summary:
     per_trace: bool
 
 
+def summary_sql() -> str:
+    """The SQL summary() runs: its sections' reports and the queries of its header."""
+    return "\n".join([report_query(by).sql for _, by in SECTIONS]
+                     + [library.get(name).sql for name in ("_internal/traces", "_internal/gpu_busy")])
+
+
 def summary(ws, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None,
             recompute: bool = False) -> Summary:
     """nvprof's overview: GPU activities and API calls; limit: rows per section (and trace);

@@ -27,7 +27,7 @@ __all__ = ["IngestResult", "ingest"]
 
 def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
            on_wait=None, flops=None, rank: int | None = None, host: str | None = None,
-           jobs: int | None = None) -> list[IngestResult]:
+           jobs: int | None = None, families=()) -> list[IngestResult]:
     """Ingest every file in `paths` into the workspace `db`, all or nothing.
 
     progress: a traceql.core.progress.Progress told about each file (one task per file, a step per
@@ -48,14 +48,19 @@ def ingest(paths, db: str | os.PathLike = "traceql.duckdb", progress=None,
     waited for (see workspace_lock; on_wait(message) tells that it waits).
 
     flops: FLOPs plug-ins (module names or .py files, traceql.derive.flops_plugins) used before those
-    of $TRACEQL_FLOPS and the 'traceql.flops' entry points."""
+    of $TRACEQL_FLOPS and the 'traceql.flops' entry points.
+
+    families: deferred families of derived tables (traceql.derive.derivation) to build with the
+    ingest, in its transaction, rather than on their first use: what a command about to run reads
+    (`report --by range FILE` builds attribution here). Files read by worker processes get them
+    on first use, as usual."""
     from traceql.derive import flops_plugins
 
     with flops_plugins.given(flops):  # a plug-in that cannot be loaded: a UsageError, nothing written
-        return _ingest(paths, db, progress, on_wait, rank, host, jobs)
+        return _ingest(paths, db, progress, on_wait, rank, host, jobs, families)
 
 
-def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult]:
+def _ingest(paths, db, progress, on_wait, rank, host, jobs, families=()) -> list[IngestResult]:
     db = Path(db)
     paths = [Path(p) for p in paths]
     progress = as_progress(progress)
@@ -101,7 +106,7 @@ def _ingest(paths, db, progress, on_wait, rank, host, jobs) -> list[IngestResult
                 results += parallel.ingest_files(con, db, detected, user, workers, progress)
             for det in detected[len(results):]:
                 with errors_of(det.path):
-                    results.append(ingest_one(con, det, progress, user))
+                    results.append(ingest_one(con, det, progress, user, also=families))
                 raise_if_signalled()  # (a Ctrl-C that DuckDB swallowed: the next export is not read)
             check_workspace_limits(con, [r.trace_id for r in results])  # sums across traces fit 64 bits
             for det in detected:

@@ -141,10 +141,11 @@ def errors_of(path: Path):
 
 
 def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: dict | None = None,
-                assigned: tuple[int, bool] | None = None) -> IngestResult:
+                assigned: tuple[int, bool] | None = None, also=()) -> IngestResult:
     """Ingest one file into the workspace on con. user: the --rank and --host given (ranks.resolve).
     assigned: (trace id, replaced) chosen by the caller (a worker process writing a workspace of
-    its own, traceql.store.parallel), instead of looking the path up in con's trace table."""
+    its own, traceql.store.parallel), instead of looking the path up in con's trace table.
+    also: deferred families to build now besides ingest_families() (with those they need)."""
     from traceql.sources import ranks
     from traceql.sources.adapters import ADAPTER_FILES, adapter_sql, raw_ddl
     from traceql.sources.adapters import prepare as prepare_adapters
@@ -209,7 +210,7 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
         # what needs the source tables, before _fill frees them
         source_stats = con.execute("SELECT key, value, severity, detail FROM src_stats").fetchall()
         utc = con.execute("SELECT min(utcEpochNs) FROM raw.TARGET_INFO_SESSION_START_TIME").fetchone()[0]
-        families = ingest_families()
+        families = ingest_families().union(*(derivation.requires(f) for f in also))
         _fill(con, trace_id, deriving)
         span = _span(con, trace_id, det, utc)
         check_time_limits(con, trace_id, path, span)  # before any derived table adds or doubles times
