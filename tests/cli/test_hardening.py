@@ -666,7 +666,8 @@ def _kineto_mm(path: Path, dims, device=0, extra_keys: str = "", op: str = "aten
 ], ids=lambda v: str(v)[:40])
 def test_sizes_out_of_range_are_null(tmp_path, op, dims):
     """Input Dims that overflow a count, are negative or are not numbers: the ingest succeeds,
-    the op's FLOPs and bytes are NULL (never negative), and ingest_stats says so; 64x64 is costed."""
+    the op's FLOPs and bytes are NULL (never negative), and ingest_stats says so (64x64, the same
+    trace otherwise, is costed: test_sizes_in_range_are_costed)."""
     db = tmp_path / "w.duckdb"
     traceql.ingest([_kineto_mm(tmp_path / "mm.json", dims, op=op)], db=db)
     with traceql.open(db) as w:
@@ -674,10 +675,17 @@ def test_sizes_out_of_range_are_null(tmp_path, op, dims):
         warned = w.con.execute("SELECT value, severity FROM ingest_stats WHERE key = 'flops.sizes_out_of_range'")
         assert warned.fetchall() == [(1, "warning")]
         assert [r["bytes"] for r in w.report("op").to_pylist()] == [None]
+
+
+def test_sizes_in_range_are_costed(tmp_path):
+    """The trace of test_sizes_out_of_range_are_null with Input Dims 64x64: FLOPs and bytes of
+    the formula, no warning (each case of that test ingested it again)."""
     good = tmp_path / "g.duckdb"
     traceql.ingest([_kineto_mm(tmp_path / "ok.json", [[64, 64], [64, 64]])], db=good)
     with traceql.open(good) as w:
         assert w.con.execute("SELECT flops, bytes FROM kernel_op").fetchall() == [(2 * 64**3, 4 * 3 * 64 * 64)]
+        assert w.con.execute("SELECT count(*) FROM ingest_stats WHERE key = 'flops.sizes_out_of_range'"
+                             ).fetchall() == [(0,)]
 
 
 PYPROF = "dlprof-pytorch-emit-nvtx-nsys2022.1/nsys_profile.sqlite"

@@ -7,6 +7,7 @@ byte-identical."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import math
@@ -19,9 +20,22 @@ import pytest
 
 from ..util import REPO, cli, ingested, sha256, trace_file
 
-mcp = pytest.importorskip("mcp", reason="the mcp extra (pip install 'traceql[mcp]') is not installed")
-import anyio  # noqa: E402 - with mcp
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+if importlib.util.find_spec("mcp") is None:
+    pytest.skip("the mcp extra (pip install 'traceql[mcp]') is not installed", allow_module_level=True)
+import anyio  # noqa: E402 - after the skip
+
+mcp = StdioServerParameters = stdio_client = None  # the SDK, imported by the sdk fixture
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sdk():
+    """The mcp SDK's client, imported when this module's tests run rather than when the suite is
+    collected: the import costs 2 CPU s, which every xdist worker paid, while one runs them."""
+    global mcp, StdioServerParameters, stdio_client
+    import mcp as package
+    from mcp.client.stdio import StdioServerParameters as params, stdio_client as client
+
+    mcp, StdioServerParameters, stdio_client = package, params, client
 
 CS336 = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
 TOOLS = {"traces", "schema", "report", "summary", "sql", "analyze", "diff"}
@@ -83,7 +97,7 @@ def ws(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def asked(ws):
+def asked(sdk, ws):
     """One server on the module's workspace (`python -m traceql --db WS mcp`, from the repository),
     kept running for the module: asked(CALLS) makes CALLS [(name, args)] in order and gives
     (tools, results), as session() does. Each call opens the workspace anew, so a server that

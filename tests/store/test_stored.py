@@ -4,6 +4,8 @@ leaves them stale."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 import traceql
@@ -106,12 +108,23 @@ def test_other_options_are_computed(real):
         real.report("range", trace_id=trace_id, group_by="path", recompute=True))
 
 
-@pytest.fixture()
-def generated_ws(tmp_path):
-    src = tmp_path / "gen.sqlite"
+@pytest.fixture(scope="module")
+def generated_built(tmp_path_factory):
+    """A generated export (300 kernels) and a workspace of it, made once for the module."""
+    folder = tmp_path_factory.mktemp("stored")
+    src = folder / "gen.sqlite"
     generate(src, layout="3", kernels=300, seed=5)
+    traceql.ingest([src], db=folder / "ws.duckdb")
+    return src, folder / "ws.duckdb"
+
+
+@pytest.fixture()
+def generated_ws(generated_built, tmp_path):
+    """(source, a copy of generated_built's workspace in tmp_path): as if just ingested (the copy
+    spares each of ten tests its own ingest)."""
+    src, built = generated_built
     db = tmp_path / "ws.duckdb"
-    traceql.ingest([src], db=db)
+    shutil.copyfile(built, db)
     return src, db
 
 
