@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -171,20 +172,34 @@ def test_lazily_built_tables_equal_eagerly_built_ones_on_representative_traces(t
         assert diff[table][0] > 0, table  # the comparison saw rows of every family
 
 
+H100 = "nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite"
+
+
+@pytest.fixture(scope="module")
+def h100(tmp_path_factory):
+    """(full, lazy): H100 ingested with TRACEQL_DERIVE=full and with the default (families on
+    first use), once for the module; the tests below take copies (each ingested both itself)."""
+    src = trace_file(H100)
+    folder = tmp_path_factory.mktemp("h100")
+    full, lazy = folder / "full.duckdb", folder / "lazy.duckdb"
+    _ingest([src], full, "full")
+    _ingest([src], lazy, "lazy")
+    return full, lazy
+
+
 def _range_report(db: Path, env=None, user=None) -> subprocess.CompletedProcess:
     return cli("--db", str(db), "report", "--by", "range", "--format", "csv", env=env, user=user)
 
 
-def test_a_read_only_workspace_answers(shared_tmp, monkeypatch):  # noqa: F811 - the fixture
+def test_a_read_only_workspace_answers(shared_tmp, monkeypatch, h100):  # noqa: F811 - the fixture
     """A workspace the user cannot write: the family is derived in a private copy, the answer is
     the eagerly built one, a note says so, and the workspace file is not touched. As the user
     'nobody' through the CLI when root can become it, else in-process with file modes applied as
     for any user (tests/cli/test_bad_input.py)."""
-    src = trace_file("nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite")
     full, ro = shared_tmp / "full.duckdb", shared_tmp / "ro" / "ws.duckdb"
     ro.parent.mkdir()
-    _ingest([src], full, "full")
-    _ingest([src], ro, "lazy")
+    shutil.copyfile(h100[0], full)
+    shutil.copyfile(h100[1], ro)
     ro.chmod(0o444)
     ro.parent.chmod(0o555)
     before, listing = sha256(ro), sorted(os.listdir(ro.parent))
@@ -212,15 +227,14 @@ def test_a_read_only_workspace_answers(shared_tmp, monkeypatch):  # noqa: F811 -
         assert ws.con.execute("SELECT count(*) FROM op_range").fetchone()[0] == 0
 
 
-def test_concurrent_first_uses_build_once(tmp_path):
+def test_concurrent_first_uses_build_once(tmp_path, h100):
     """Two `report --by range` start while another writer holds the workspace lock: both find the
     attribution family missing and wait; the first to get the lock builds it, the second finds it
     built in the workspace it then copies, and builds nothing (built twice, op_range would hold
     every row twice)."""
-    src = trace_file("nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite")
     full, db = tmp_path / "full.duckdb", tmp_path / "ws.duckdb"
-    _ingest([src], full, "full")
-    _ingest([src], db, "lazy")
+    shutil.copyfile(h100[0], full)
+    shutil.copyfile(h100[1], db)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "traceql", "--db", str(db), "report", "--by", "range", "--format", "csv"]
     with workspace_lock(db):
@@ -255,7 +269,7 @@ def test_forgotten_families_are_rebuilt_not_doubled(tmp_path):
     src = trace_file("memfusion-rtx3090-onnx-nvtx-nsys2023.1/report1.sqlite")
     eager, db = tmp_path / "eager.duckdb", tmp_path / "ws.duckdb"
     _ingest([src], eager, "eager")
-    _ingest([src], db, "eager")
+    shutil.copyfile(eager, db)  # the same ingest (an ingest of its own gave the same rows)
     proc = cli("--db", str(db), "sql", "--write", "DELETE FROM derived_family WHERE family <> 'ingest'")
     assert proc.returncode == 0, proc.stderr
     with traceql.open(db) as ws:

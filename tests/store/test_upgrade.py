@@ -57,6 +57,11 @@ def v1_package(tmp_path_factory):
     return package_at(V1, tmp_path_factory)
 
 
+@pytest.fixture(scope="session")
+def v2_package(tmp_path_factory):
+    return package_at(V2, tmp_path_factory)
+
+
 def ingest_v1(package, sources, db):
     """Ingest with the traceql of commit V1, in a child process that imports it first."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import traceql; "
@@ -250,7 +255,7 @@ def test_every_version_has_a_changelog_section():
     assert set(CHANGES) == set(range(2, CONTRACT_VERSION + 1))
 
 
-def test_upgrade_from_contract_2_recomputes_kernel_op(tmp_path_factory, tmp_path):
+def test_upgrade_from_contract_2_recomputes_kernel_op(v2_package, tmp_path):
     """2 -> 3: a workspace of contract 2 (the package at V2 ingests the PyProf trace lm-a),
     its source gone, is upgraded from its own rows: kernel_op (new call_range_id, PyProf's
     params) equals a fresh ingest's, and the kernel-op report names linear as PyProf does."""
@@ -259,7 +264,7 @@ def test_upgrade_from_contract_2_recomputes_kernel_op(tmp_path_factory, tmp_path
     fresh = tmp_path / "fresh.duckdb"
     traceql.ingest([src], db=fresh)
     db = tmp_path / "v2.duckdb"
-    ingest_v1(package_at(V2, tmp_path_factory), [src], db)
+    ingest_v1(v2_package, [src], db)
     src.unlink()
     proc = cli("--db", db, "upgrade")
     assert proc.returncode == 0, proc.stderr
@@ -270,7 +275,7 @@ def test_upgrade_from_contract_2_recomputes_kernel_op(tmp_path_factory, tmp_path
     assert ops[30] == {"op": "linear", "aten_op": "mm", "params": "M=200,N=(35,20),K=200,fp32"}
 
 
-def test_upgrade_from_contract_2_fills_memory_event(tmp_path_factory, tmp_path):
+def test_upgrade_from_contract_2_fills_memory_event(v2_package, tmp_path):
     """2 -> 3 with memory sources: the package at V2 (no memory_event) ingests a PyTorch profiler
     trace recorded with profile_memory and with_stack (bert-small) and an nsys export captured
     with --cuda-memory-usage (Extra-P profile1). Upgraded with the files in place, every table
@@ -285,7 +290,7 @@ def test_upgrade_from_contract_2_fills_memory_event(tmp_path_factory, tmp_path):
     fresh = tmp_path / "fresh.duckdb"
     traceql.ingest(srcs, db=fresh)
     v2 = tmp_path / "v2.duckdb"
-    ingest_v1(package_at(V2, tmp_path_factory), srcs, v2)
+    ingest_v1(v2_package, srcs, v2)
     db = tmp_path / "ws.duckdb"
     shutil.copyfile(v2, db)
     proc = cli("--db", db, "upgrade")
