@@ -100,12 +100,17 @@ def test_pinned_bandwidth_estimate(tmp_path):
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    files = [trace_file("kineto-hta-torchrec-a100-rank0/rank0.json.gz"),
-             trace_file("kineto-tracelens-h100-qwen0.5b/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")]
-    db = tmp_path_factory.mktemp("real_reads") / "ws.duckdb"
-    traceql.ingest(files, db=db)
-    ws = traceql.open(db)
-    yield [load(f) for f in files], ws
+    """The JSON of TorchRec's rank 0 and of Qwen, test_kineto's workspace of every real Kineto
+    trace (ingested once for the suite, its families built: tests/util.py ingested), and the
+    trace ids of the two in it."""
+    from ..sources.test_kineto import real_kineto, trace_ids
+
+    folders = ["kineto-hta-torchrec-a100-rank0", "kineto-tracelens-h100-qwen0.5b"]
+    files = [trace_file(f"{folders[0]}/rank0.json.gz"),
+             trace_file(f"{folders[1]}/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")]
+    ws = traceql.open(real_kineto(tmp_path_factory))
+    ids = trace_ids(ws)
+    yield [load(f) for f in files], ws, [ids[f] for f in folders]
     ws.close()
 
 
@@ -113,7 +118,7 @@ def test_torchrec_host_reads_are_syncs_not_pageable_copies(real):
     """TorchRec's rank 0 copies KJT lengths to the host (aten::to, pageable): 30 device-to-host
     copies whose calls waited up to 147 ms for the queue. Contract 2 counted 758 ms of them as
     'recoverable by pinning'; they are synchronizations, each copy itself took microseconds."""
-    (doc, _), ws = real
+    (doc, _), ws, (torchrec, _) = real
     api = events(doc, "api")
     calls = {e["args"]["correlation"]: e for e in api}
     assert len(calls) == len(api)  # one CPU process: correlation ids are unique
@@ -125,7 +130,7 @@ def test_torchrec_host_reads_are_syncs_not_pageable_copies(real):
         if c is not None and ns(c["ts"]) < ns(m["ts"]) and ns(c["ts"]) + ns(c["dur"]) >= ns(m["ts"]) + ns(m["dur"]):
             blocking.append((ns(m["ts"]) - ns(c["ts"]), m["args"]["bytes"]))
     assert len(blocking) == 30 and max(w for w, _ in blocking) > 140_000_000
-    result = ws.analyze(["sync_calls", "pageable_memcpy"], trace_id=1)
+    result = ws.analyze(["sync_calls", "pageable_memcpy"], trace_id=torchrec)
     reads = [r for r in result.evidence["sync_calls"].to_pylist() if r["kind"] == "copy"]
     assert sorted(r["wait_ns"] for r in reads) == sorted(w for w, _ in blocking)
     assert {r["op"] for r in reads} == {"aten::to"}
@@ -139,10 +144,10 @@ def test_item_behind_a_stream_synchronize_without_sync_records(real):
     """Qwen's trace (PyTorch 2.x, no cuda_sync events): `if tensor:` runs aten::is_nonzero >
     aten::item > aten::_local_scalar_dense, a copy into pinned memory that returns at once and a
     cudaStreamSynchronize that waits: a sync finding by the call's name, naming the op."""
-    (_, doc), ws = real
+    (_, doc), ws, (_, qwen) = real
     assert not [e for e in doc["traceEvents"] if e.get("cat") == "cuda_sync"]
     [sync] = [e for e in events(doc, "api") if e["name"] == "cudaStreamSynchronize"]
-    rows = [r for r in ws.analyze(["sync_calls"], trace_id=2).evidence["sync_calls"].to_pylist()
+    rows = [r for r in ws.analyze(["sync_calls"], trace_id=qwen).evidence["sync_calls"].to_pylist()
             if r["call"] == "cudaStreamSynchronize"]
     assert [(r["kind"], r["wait_ns"], r["op"], r["range_path"]) for r in rows] == [
         ("stream", ns(sync["dur"]), "aten::is_nonzero",
