@@ -14,6 +14,8 @@ import pytest
 import traceql
 from traceql.core.errors import InputError
 
+from fixtures.gen_nsys import generate
+
 from ..util import REPO, generated_nsys, make_sqlite, nsys_stub, sha256, trace_file
 
 SAXPY = "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
@@ -253,3 +255,46 @@ def test_the_first_family_build_checks_the_workspace_objects_once(tmp_path, monk
         assert len(calls) == 2
     finally:
         ws._held.close()
+
+
+def test_a_file_s_digest_is_remembered_for_its_version_only(tmp_path, monkeypatch):
+    """sources.digest.sha256 records each digest for the file's version (device, inode, size,
+    times) in the user's cache folder: asked again for that version it reads nothing; a file
+    written since is hashed again. A report on a file (Workspace.held) asks it every time."""
+    import hashlib
+    import os
+    import time
+
+    from traceql.sources import digest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    src = tmp_path / "g.sqlite"
+    generate(src, layout="3", kernels=50, seed=4)
+    old = time.time() - 60
+    os.utime(src, (old, old))  # (the change time is now: a fresh file is hashed, not recorded)
+    assert digest.sha256(src) == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert digest.sha256(src) == hashlib.sha256(src.read_bytes()).hexdigest()  # (first: not a second old)
+    time.sleep(1.1)
+    expected = hashlib.sha256(src.read_bytes()).hexdigest()
+    assert digest.sha256(src) == expected  # hashed and recorded now
+    record = (tmp_path / "cache" / "traceql" / "file-digests").read_text().splitlines()
+    assert record[-1].endswith(" " + expected) and record[-1].split()[1] == str(src.stat().st_ino)
+
+    def no_hashing(path):
+        raise AssertionError(f"{path} hashed again")
+
+    monkeypatch.setattr(digest, "file_sha256", no_hashing)
+    assert digest.sha256(src) == expected
+    db = tmp_path / "w.duckdb"
+    traceql.ingest([src], db=db)  # its digest from the record too
+    with traceql.open(db) as ws:
+        assert ws.held(src) == 1
+        assert ws.execute("SELECT file_sha256 FROM trace").fetchone()[0] == expected
+    with open(src, "r+b") as fh:  # the same size, other bytes: a new version
+        fh.seek(100)
+        fh.write(b"\x00")
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with traceql.open(db) as ws:
+        assert ws.held(src) is None

@@ -215,7 +215,7 @@ def _already_ingested(side: Side, db: Path) -> bool:
     import duckdb
 
     from traceql.core.errors import TraceqlError
-    from traceql.sources.digest import file_sha256
+    from traceql.sources.digest import sha256
     from traceql.store.workspace import WorkspaceFile
 
     if not db.is_file() or not _is_workspace(db):
@@ -226,7 +226,7 @@ def _already_ingested(side: Side, db: Path) -> bool:
                                [str(side.path.resolve())]).fetchall()
             if not found:
                 return False
-            digest = file_sha256(side.path)
+            digest = sha256(side.path)
             for trace_id, sha in found:
                 if sha == digest:
                     side.db, side.trace_id, side.reused = db, trace_id, True

@@ -1,11 +1,26 @@
 """A source file's identity: its SHA-256, which trace.file_sha256 records (ingest computes it in
-a thread while DuckDB reads the file; `traceql upgrade` and `traceql diff` compare it)."""
+a thread while DuckDB reads the file; `traceql upgrade`, `traceql diff` and a report on a file
+compare it).
+
+Hashing a large export takes seconds (2.2 CPU s for 1.7 GB), and a report on a file
+(`traceql report --by kernel FILE`) asks whether the workspace holds the file unchanged each time
+it runs. So each digest computed is remembered for the file's version (device, inode, size,
+modification and change times, which any write changes: traceql.core.records) in the user's
+cache folder, record `file-digests`, when the version did not change while it was hashed and
+was at least a second old; sha256() answers from the record while the file is that version.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from pathlib import Path
+
+from traceql.core import records
+
+DIGESTS = "file-digests"
+DIGESTS_KEPT = 256
 
 
 class FileDigest(threading.Thread):
@@ -20,13 +35,31 @@ class FileDigest(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.digest = file_sha256(self.path)
+            self.digest = sha256(self.path)
         except OSError:
             pass
 
     def result(self) -> str | None:
         self.join()
         return self.digest
+
+
+def sha256(path: Path) -> str:
+    """PATH's SHA-256: from the record while the file is the version it was hashed at, else
+    computed (and recorded when the file did not change meanwhile)."""
+    before = records.version(path)
+    key = records.key(before)
+    if key is not None:
+        for line in reversed(records.read(DIGESTS)):
+            if line.startswith(key + " "):
+                return line[len(key) + 1:]
+    # recorded only for a version at least a second old: file times advance in clock ticks (a few
+    # ms), and a rewrite of the same size within the tick of the write hashed would look the same
+    settled = before is not None and time.time_ns() - before[4] > 1_000_000_000
+    digest = file_sha256(path)
+    if key is not None and settled and records.key(records.version(path)) == key:
+        records.remember(DIGESTS, f"{key} {digest}", DIGESTS_KEPT)
+    return digest
 
 
 def file_sha256(path: Path) -> str:

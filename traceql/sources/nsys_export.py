@@ -58,9 +58,9 @@ def cache_dir(db: Path) -> Path:
 
 
 def _digest(path: Path) -> str:
-    from traceql.sources.digest import file_sha256
+    from traceql.sources.digest import sha256
 
-    return file_sha256(path)
+    return sha256(path)
 
 
 def file_read(path: Path, db: Path) -> Path:

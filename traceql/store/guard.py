@@ -26,13 +26,12 @@ every write changes and no user can set back; a record only its owner can write 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 from pathlib import Path
 
 import duckdb
 
+from traceql.core import records
 from traceql.core.errors import WorkspaceError
 
 # Catalogs traceql attaches next to the workspace (ingest's staging area, a worker's file): a
@@ -61,96 +60,32 @@ def check_workspace_file(path) -> None:
 
 
 def identity(path, st: os.stat_result | None = None) -> tuple | None:
-    """What tells one version of a file from any other: device, inode, size, modification and
-    change times (the change time cannot be set by a user, and every write or rename sets it),
-    then the same of its WAL when there is one (DuckDB replays it when it opens the file). None
-    when PATH cannot be read. st: PATH's os.stat() taken already (of an open file: fstat)."""
-    try:
-        st = st or os.stat(path)
-    except OSError:
+    """What tells one version of a file from any other (traceql.core.records.version), then the
+    same of its WAL when there is one (DuckDB replays it when it opens the file). None when PATH
+    cannot be read. st: PATH's os.stat() taken already (of an open file: fstat)."""
+    out = records.version(path, st)
+    if out is None:
         return None
-    out = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    try:
-        wal = os.stat(os.fspath(path) + ".wal")
-    except OSError:
-        return out
-    return out + (wal.st_dev, wal.st_ino, wal.st_size, wal.st_mtime_ns, wal.st_ctime_ns)
+    wal = records.version(os.fspath(path) + ".wal")
+    return out if wal is None else out + wal
 
 
+CLEAN = "clean-workspaces"  # the record of workspace versions found clean (traceql.core.records)
 CLEAN_KEPT = 256  # versions of files remembered clean (the most recent)
-
-
-def _clean_file() -> Path:
-    """The user's record of file versions found clean: $XDG_CACHE_HOME/traceql/clean-workspaces
-    (~/.cache/... without it)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "traceql" / "clean-workspaces"
-
-
-def _own(st: os.stat_result) -> bool:
-    """Owned by this user and writable by no one else."""
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
-
-
-def _read_clean() -> list[str]:
-    """The lines of the record, oldest first; none when it is missing or could have been
-    written by another user (its folder or itself writable by others, another owner)."""
-    path = _clean_file()
-    try:
-        if not _own(os.stat(path.parent)):
-            return []
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return []
-    try:
-        if not _own(os.fstat(fd)):
-            return []
-        with os.fdopen(fd, "r", encoding="ascii", errors="replace") as fh:
-            fd = None
-            return fh.read().splitlines()
-    except OSError:
-        return []
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-def _line(ident: tuple | None) -> str | None:
-    """A version's line in the record; None for a version not to remember: unknown, or with
-    change times in whole seconds (a file system whose coarse times two writes could share)."""
-    if ident is None or any(ident[k] % 1_000_000_000 == 0 for k in range(4, len(ident), 5)):
-        return None
-    return " ".join(map(str, ident))
 
 
 def known_clean(ident: tuple | None) -> bool:
     """Whether the file version IDENT (identity()) was found clean by check_objects, or written
     by traceql itself (remember_clean): its objects need no check."""
-    line = _line(ident)
-    return line is not None and line in _read_clean()
+    line = records.key(ident)
+    return line is not None and line in records.read(CLEAN)
 
 
 def remember_clean(ident: tuple | None) -> None:
-    """Record the file version IDENT as clean (best effort: a cache folder that cannot be
-    written records nothing). The cache folder ($XDG_CACHE_HOME, ~/.cache) is never created:
-    without it nothing is written into HOME and every command checks."""
-    line = _line(ident)
-    if line is None:
-        return
-    lines = [x for x in _read_clean() if x != line][-(CLEAN_KEPT - 1):] + [line]
-    path = _clean_file()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # (one writer each)
-    try:
-        path.parent.mkdir(mode=0o700, exist_ok=True)  # (in the cache folder, which must exist)
-        if not _own(os.stat(path.parent)):
-            return
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write("\n".join(lines) + "\n")
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
+    """Record the file version IDENT as clean (best effort; see traceql.core.records)."""
+    line = records.key(ident)
+    if line is not None:
+        records.remember(CLEAN, line, CLEAN_KEPT)
 
 
 def connect(database, *, read_only: bool = False, files=(), folders=(), temp_directory=None,

@@ -34,7 +34,7 @@ from traceql.derive import derivation
 from traceql.sources import ranks
 from traceql.sources.detect import detect
 from traceql.core.errors import WorkspaceError
-from traceql.sources.digest import file_sha256
+from traceql.sources.digest import sha256
 from traceql.store.load import (DERIVED_TABLES, derive, drop_temp_objects, errors_of, existing_objects, free_staging,
                                 ingest_one)
 from traceql.store.transaction import check_writable, writing_copy
@@ -115,7 +115,7 @@ def _source_unusable(path: Path, size: int | None, sha: str | None, ingested_at:
     if size is not None and st.st_size != size:
         return f"the source file {path} changed since it was ingested ({st.st_size:,} bytes, then {size:,})"
     if sha is not None:
-        if file_sha256(path) != sha:
+        if sha256(path) != sha:
             return f"the source file {path} changed since it was ingested (its SHA-256 differs)"
     elif ingested_at is not None and datetime.fromtimestamp(st.st_mtime, timezone.utc).replace(tzinfo=None) > ingested_at:
         return f"the source file {path} was modified after it was ingested"

@@ -444,8 +444,9 @@ class WorkspaceFile:
     def held(self, path: str | os.PathLike) -> int | None:
         """The trace id of the export PATH when this workspace holds it unchanged: the same
         absolute path (links resolved), size and SHA-256 as when it was ingested; else None (a
-        file never ingested, changed since, or gone)."""
-        from traceql.sources.digest import file_sha256
+        file never ingested, changed since, or gone). The SHA-256 of a file version hashed
+        before is read from the user's record (traceql.sources.digest), not computed again."""
+        from traceql.sources.digest import sha256
 
         p = Path(path).resolve()
         row = self.con.execute("SELECT trace_id, file_size, file_sha256 FROM trace WHERE path = ?",
@@ -453,7 +454,7 @@ class WorkspaceFile:
         if row is None or row[2] is None:
             return None
         try:
-            if p.stat().st_size != row[1] or file_sha256(p) != row[2]:
+            if p.stat().st_size != row[1] or sha256(p) != row[2]:  # (remembered per file version)
                 return None
         except OSError:
             return None
