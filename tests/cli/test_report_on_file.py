@@ -99,6 +99,10 @@ def test_a_file_with_trace_or_missing_is_refused(tmp_path, exports):
     assert proc.returncode == 2
     assert proc.stderr == (f"traceql: error: {a} and --trace 1: give one of them (the report on a file covers "
                            "that file's trace)\n")
+    proc = traceql("--db", str(db), "report", "--by", "kernel", str(a), str(a))
+    assert proc.returncode == 2
+    assert proc.stderr == ("traceql: error: 2 files given: a command answers about one FILE; ingest several with "
+                           "'traceql ingest FILE...', then ask about them all (--per-trace splits them by trace)\n")
     missing = tmp_path / "gone.sqlite"
     proc = traceql("--db", str(db), "summary", str(missing))
     assert proc.returncode == 3, proc.stderr

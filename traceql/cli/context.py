@@ -74,12 +74,17 @@ class Context:
         return ws
 
 
-    def open_on(self, file: Path | None, trace_id: int | None, reads: str = ""):
+    def open_on(self, file, trace_id: int | None, reads: str = ""):
         """The workspace opened for a report and the trace to report on. With FILE (a report's
         optional argument: the first answer about an export in one command), FILE's trace, ingested
         first (what ingest prints goes to stderr) unless the workspace holds it unchanged, with the
         deferred families that READS (the SQL the command runs) needs built in the same transaction;
-        else --trace's TRACE_ID."""
+        else --trace's TRACE_ID. FILE: the argument's values (one at most; none: the workspace)."""
+        if isinstance(file, tuple):
+            if len(file) > 1:
+                raise UsageError(f"{len(file)} files given: a command answers about one FILE; ingest several with "
+                                 "'traceql ingest FILE...', then ask about them all (--per-trace splits them by trace)")
+            file = file[0] if file else None
         if file is None:
             return self.open(), trace_id
         if trace_id is not None:

@@ -184,7 +184,7 @@ that file's trace, as --trace would.
 def file_argument():
     """[FILE]: an export to answer about in one command, ingested first unless the workspace holds
     it unchanged (traceql.cli.workspace_cmds.open_on_file)."""
-    return click.argument("file", required=False, type=PATH_OR_URL, metavar="[FILE]")
+    return click.argument("file", nargs=-1, type=PATH_OR_URL, metavar="[FILE]")  # (several: refused by open_on)
 
 
 def per_trace_option(help: str):
