@@ -215,25 +215,19 @@ def _already_ingested(side: Side, db: Path) -> bool:
     import duckdb
 
     from traceql.core.errors import TraceqlError
-    from traceql.sources.digest import sha256
     from traceql.store.workspace import WorkspaceFile
 
     if not db.is_file() or not _is_workspace(db):
         return False
     try:
         with WorkspaceFile(db) as ws:
-            found = ws.execute("SELECT trace_id, file_sha256 FROM trace WHERE path = ? ORDER BY trace_id",
-                               [str(side.path.resolve())]).fetchall()
-            if not found:
-                return False
-            digest = sha256(side.path)
-            for trace_id, sha in found:
-                if sha == digest:
-                    side.db, side.trace_id, side.reused = db, trace_id, True
-                    return True
+            trace_id = ws.held(side.path)
     except (TraceqlError, duckdb.Error, OSError):
         return False
-    return False
+    if trace_id is None:
+        return False
+    side.db, side.trace_id, side.reused = db, trace_id, True
+    return True
 
 
 def _opener(open_export):

@@ -73,7 +73,6 @@ class Context:
         ws.on_connect.append(interrupt_on_sigint)  # and on the connection after derived tables are built
         return ws
 
-
     def open_on(self, file, trace_id: int | None, reads: str = ""):
         """The workspace opened for a report and the trace to report on. With FILE (a report's
         optional argument: the first answer about an export in one command), FILE's trace, ingested

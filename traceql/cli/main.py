@@ -128,8 +128,10 @@ def _quiet_signals(shell: bool) -> None:
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if not hasattr(signal, name):
             continue
-        now = signal.getsignal(getattr(signal, name))
-        if now == signal.default_int_handler if name == "SIGINT" else now in (signal.SIG_DFL, signal.default_int_handler):
+        # SIGINT has Python's handler unless someone set another; SIGTERM and SIGHUP the default
+        # (or __main__'s), not SIG_IGN as under nohup, which stays
+        replaceable = (signal.default_int_handler,) if name == "SIGINT" else (signal.SIG_DFL, signal.default_int_handler)
+        if signal.getsignal(getattr(signal, name)) in replaceable:
             signal.signal(getattr(signal, name), handler)
 
 

@@ -183,7 +183,7 @@ that file's trace, as --trace would.
 
 def file_argument():
     """[FILE]: an export to answer about in one command, ingested first unless the workspace holds
-    it unchanged (traceql.cli.workspace_cmds.open_on_file)."""
+    it unchanged (traceql.cli.context.Context.open_on)."""
     return click.argument("file", nargs=-1, type=PATH_OR_URL, metavar="[FILE]")  # (several: refused by open_on)
 
 

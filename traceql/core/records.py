@@ -71,11 +71,11 @@ def read(name: str) -> list[str]:
             os.close(fd)
 
 
-def remember(name: str, line: str, kept: int, replaces: str | None = None) -> None:
-    """Add LINE to record NAME, keeping the KEPT most recent lines; a line equal to LINE, or
-    starting with REPLACES, goes (best effort: a cache folder that cannot be written records
-    nothing; the cache folder is never created)."""
-    old = [x for x in read(name) if x != line and not (replaces and x.startswith(replaces))]
+def remember(name: str, line: str, kept: int) -> None:
+    """Add LINE to record NAME (an equal line moves to the end), keeping the KEPT most recent
+    lines (best effort: a cache folder that cannot be written records nothing; the cache folder
+    is never created)."""
+    old = [x for x in read(name) if x != line]
     lines = old[-(kept - 1):] + [line]
     path = record_file(name)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # (one writer each)
