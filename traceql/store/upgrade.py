@@ -35,8 +35,8 @@ from traceql.sources import ranks
 from traceql.sources.detect import detect
 from traceql.core.errors import WorkspaceError
 from traceql.sources.digest import sha256
-from traceql.store.load import (DERIVED_TABLES, derive, drop_temp_objects, errors_of, existing_objects, free_staging,
-                                ingest_one)
+from traceql.store.families import DERIVED_TABLES, derive, drop_temp_objects, free_staging
+from traceql.store.load import errors_of, existing_objects, ingest_one
 from traceql.store.transaction import check_writable, writing_copy
 from traceql.store.lock import workspace_lock
 from traceql.core.progress import as_progress

@@ -151,7 +151,7 @@ class WorkspaceFile:
         wanted = set(self._pending) if sql is None else derivation.read_by(sql) & set(self._pending)
         if not wanted:
             return
-        from traceql.store.load import build_families
+        from traceql.store.families import build_families
         from traceql.store import guard
         from traceql.store.transaction import check_writable, writing_copy
 
@@ -188,7 +188,7 @@ class WorkspaceFile:
 
         from traceql.derive import derivation
         from traceql.core.settings import configure
-        from traceql.store.load import build_families
+        from traceql.store.families import build_families
 
         if self._private is None:
             folder = Path(tempfile.mkdtemp(prefix="traceql-"))
