@@ -37,12 +37,14 @@ REPO = Path(__file__).resolve().parents[1]
 class CliServer:
     """One warm process serving `run(*args, env=, cwd=, timeout=)` requests, one at a time."""
 
-    def __init__(self, env: dict | None = None):
+    def __init__(self, env: dict | None = None, prefix: list[str] | tuple = ()):
+        """PREFIX: a command the server runs under (e.g. strace), and with it every command it forks."""
         self.env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+        self.prefix = list(prefix)
         self.proc = None
 
     def __enter__(self) -> "CliServer":
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.cli_server"], cwd=REPO, env=self.env,
+        self.proc = subprocess.Popen([*self.prefix, sys.executable, "-m", "tests.cli_server"], cwd=REPO, env=self.env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         return self
 

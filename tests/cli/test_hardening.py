@@ -370,10 +370,11 @@ def test_no_command_opens_a_network_socket(tmp_path, built):
     """Run with no network at all and every socket logged: ingest (two processes, SQLite and
     Kineto JSON), report, analyze, export, upgrade, `--db` on an export and `sql --write
     --allow-files INSTALL` give their usual exit codes, and no process opens an internet
-    socket (only AF_UNIX). INSTALL used to try extensions.duckdb.org."""
-    import subprocess
-    import sys
-
+    socket (only AF_UNIX). INSTALL used to try extensions.duckdb.org. The commands are forked
+    off one warm server (tests/cli_server.py) started in the jail: strace -ff logs each process
+    of the tree to a file of its own, the server's start-up (every import) included, and a
+    command's processes are the files that appear while it runs (8 interpreters started
+    under strace cost 13 CPU s, most of it Python's start-up and traceql's imports)."""
     from fixtures.gen_kineto import generate as kineto
 
     jail = _network_jail()
@@ -385,6 +386,8 @@ def test_no_command_opens_a_network_socket(tmp_path, built):
     src = tmp_path / "copy.sqlite"
     shutil.copy(built[1], src)
     db = tmp_path / "w.duckdb"
+    logs = tmp_path / "strace"
+    logs.mkdir()
     runs = [
         (0, "ingest", "-j", "2", str(built[1]), str(tmp_path / "k.json.gz")),
         (0, "report", "--by", "kernel"),
@@ -394,15 +397,24 @@ def test_no_command_opens_a_network_socket(tmp_path, built):
         (2, "sql", "--write", "--allow-files", "INSTALL httpfs"),
         (2, "sql", "--allow-files", "SELECT * FROM read_csv('https://example.com/x.csv')"),
     ]
-    for i, (code, *args) in enumerate(runs + [(5, "--db", str(src), "ingest", str(src))]):
-        log = tmp_path / f"strace.{i}"
-        argv = [*args] if args[0] == "--db" else ["--db", str(db), *args]
-        proc = subprocess.run([*jail, "-o", str(log), sys.executable, "-m", "traceql", *argv],
-                              capture_output=True, text=True, cwd=REPO, timeout=300,
-                              env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)})
-        assert proc.returncode == code, (args, proc.stderr)
-        sockets = [line for line in log.read_text().splitlines() if "socket(" in line or "connect(" in line]
-        assert not [line for line in sockets if "AF_UNIX" not in line], (args, sockets)
+
+    def internet(files) -> list[str]:
+        lines = [line for f in files for line in f.read_text().splitlines()]
+        return [line for line in lines if ("socket(" in line or "connect(" in line) and "AF_UNIX" not in line]
+
+    with CliServer(env={"HOME": str(home)}, prefix=[*jail, "-ff", "-o", str(logs / "log")]) as jailed:
+        assert jailed.run("--version").returncode == 0
+        seen = set(logs.iterdir())
+        assert seen, "strace logged no process"
+        for code, *args in runs + [(5, "--db", str(src), "ingest", str(src))]:
+            argv = [*args] if args[0] == "--db" else ["--db", str(db), *args]
+            proc = jailed.run(*argv, timeout=300)
+            assert proc.returncode == code, (args, proc.stderr)
+            mine = set(logs.iterdir()) - seen
+            assert mine, args  # the command's own process: forked under strace
+            assert not internet(mine), (args, internet(mine))
+            seen |= mine
+    assert not internet(logs.iterdir())  # the server's own log, complete now that it has ended
     assert not (home / ".duckdb").exists()
 
 
