@@ -3,11 +3,11 @@
 A test module that runs the command line a hundred times spends most of its CPU starting
 Python and importing traceql, DuckDB and click (about 0.45 s a command). `CliServer` starts one
 process that imports them once, then forks a fresh child per command: the child takes the
-command's environment, folder and argv, gets /dev/null as stdin and pipes as stdout and stderr
-(as subprocess.run(capture_output=True) gives), and runs traceql's `__main__` as the shell would.
-Each command starts from the same freshly imported state (a fork copies it), runs its own
-signal handlers and exit functions, and ends with its own exit code; the server runs no DuckDB
-connection, so none is shared with a child.
+command's environment, folder and argv, gets /dev/null (or a pipe giving the request's input) as
+stdin and pipes as stdout and stderr (as subprocess.run(capture_output=True) gives), and runs
+traceql's `__main__` as the shell would. Each command starts from the same freshly imported
+state (a fork copies it), runs its own signal handlers and exit functions, and ends with its own
+exit code; the server runs no DuckDB connection, so none is shared with a child.
 
     with CliServer() as server:
         proc = server.run("--db", "w.duckdb", "report", "--by", "kernel")   # a CompletedProcess
@@ -21,6 +21,7 @@ reads one then; a test that changes PYTHONPATH or the Python executable needs a 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import selectors
@@ -58,14 +59,15 @@ class CliServer:
             self.proc = None
 
     def run(self, *args, env: dict | None = None, cwd=None, timeout: float = 120,
-            exact_env: bool = False, tty: str | None = None) -> subprocess.CompletedProcess:
+            exact_env: bool = False, tty: str | None = None, input: str | None = None) -> subprocess.CompletedProcess:
         """What `subprocess.run([python, -m, traceql, *ARGS], capture_output=True, text=True)`
         returns, with the server's environment plus ENV (ENV alone with exact_env), in CWD
         (default: the repository). With TTY (a terminal's path, the slave side of a pty the
         caller reads) the command's stdin, stdout and stderr are that terminal, as
-        Popen(stdin=stdout=stderr=slave) gives them, and stdout and stderr come back empty."""
+        Popen(stdin=stdout=stderr=slave) gives them, and stdout and stderr come back empty. INPUT:
+        the command's stdin is a pipe that gives this text, then end of file (run(input=...))."""
         request = {"args": [str(a) for a in args], "env": dict(env or {}) if exact_env else {**self.env, **(env or {})},
-                   "cwd": str(cwd or REPO), "timeout": timeout, "tty": tty}
+                   "cwd": str(cwd or REPO), "timeout": timeout, "tty": tty, "input": input}
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
@@ -84,22 +86,22 @@ _LOCK = threading.Lock()
 
 
 def cli(*args, cwd=None, env: dict | None = None, timeout: float = 1800,
-        tty: str | None = None) -> subprocess.CompletedProcess:
+        tty: str | None = None, input: str | None = None) -> subprocess.CompletedProcess:
     """What `subprocess.run([python, -m, traceql, *ARGS], capture_output=True, text=True, cwd=CWD,
     env={**os.environ, PYTHONPATH: the repository, **ENV})` returns (tests.util.cli_process),
     from one server per test process, started on first use: this process's environment as it
     is at the call, not as it was when the server started. The server's stdin is its request
-    pipe, the command's /dev/null; a test that feeds stdin, signals the command or needs a new
+    pipe, the command's /dev/null or INPUT (a pipe); a test that signals the command or needs a new
     interpreter runs a real process."""
     with _LOCK:
         if not _SHARED or _SHARED[0].proc.poll() is not None:
             _SHARED[:] = [CliServer().__enter__()]
             atexit.register(_SHARED[0].close)
         return _SHARED[0].run(*args, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, cwd=cwd,
-                              timeout=timeout, exact_env=True, tty=tty)
+                              timeout=timeout, exact_env=True, tty=tty, input=input)
 
 
-def _child(request: dict, out_w: int, err_w: int) -> None:
+def _child(request: dict, out_w: int, err_w: int, in_r: int | None = None) -> None:
     """In the forked child: become `python -m traceql ARGS` and exit with its code."""
     code = 1
     try:
@@ -111,11 +113,10 @@ def _child(request: dict, out_w: int, err_w: int) -> None:
             sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the server's stdin is its request pipe
             sys.stdout.reconfigure(line_buffering=True)  # as Python starts with a terminal on stdout
         else:
-            devnull = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(devnull, 0)
+            os.dup2(os.open(os.devnull, os.O_RDONLY) if in_r is None else in_r, 0)
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
-            sys.stdin = open(os.devnull)  # noqa: SIM115 - the server's stdin is its request pipe
+            sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the server's stdin is its request pipe
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
@@ -153,13 +154,23 @@ def _child(request: dict, out_w: int, err_w: int) -> None:
 def _serve_one(request: dict) -> dict:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    in_r, in_w = os.pipe() if request.get("input") is not None else (None, None)
     pid = os.fork()
     if pid == 0:
         os.close(out_r)
         os.close(err_r)
-        _child(request, out_w, err_w)
+        if in_w is not None:
+            os.close(in_w)
+        _child(request, out_w, err_w, in_r)
     os.close(out_w)
     os.close(err_w)
+    if in_w is not None:  # the command's stdin: the text, then end of file (written by a thread: a
+        os.close(in_r)    # text larger than a pipe's buffer would block until the child reads it)
+
+        def feed(data=request["input"].encode()):
+            with open(in_w, "wb") as fh, contextlib.suppress(BrokenPipeError):
+                fh.write(data)
+        threading.Thread(target=feed, daemon=True).start()
     chunks = {out_r: [], err_r: []}
     sel = selectors.DefaultSelector()
     for fd in chunks:

@@ -111,13 +111,13 @@ def source_rows(path, sql: str, *args) -> list[tuple]:
         con.close()
 
 
-def cli(*args, cwd=None, env=None, timeout: float = 1800) -> subprocess.CompletedProcess:
-    """`traceql ARGS` as a user runs it, text output captured: what cli_process returns, from a
-    child forked off a warm server (tests/cli_server.py) instead of a new interpreter, which
-    costs 0.4-0.9 CPU s a command in Python's start-up and traceql's imports alone."""
+def cli(*args, cwd=None, env=None, timeout: float = 1800, input: str | None = None) -> subprocess.CompletedProcess:
+    """`traceql ARGS` as a user runs it, text output captured (INPUT, if given, on its stdin): what
+    cli_process returns, from a child forked off a warm server (tests/cli_server.py) instead of a
+    new interpreter, which costs 0.4-0.9 CPU s a command in Python's start-up and traceql's imports alone."""
     from .cli_server import cli as served
 
-    return served(*args, cwd=cwd, env=env, timeout=timeout)
+    return served(*args, cwd=cwd, env=env, timeout=timeout, input=input)
 
 
 def cli_process(*args, cwd=None, env=None) -> subprocess.CompletedProcess:

@@ -40,18 +40,8 @@ def scratch(ws_path, tmp_path):
 
 
 def sql(db, *args, input=None, env=None):
-    """`traceql --db DB sql ARGS`; a new process when it reads INPUT on stdin (tests.util.cli)."""
-    import os
-    import subprocess
-    import sys
-
-    from ..util import REPO
-
-    if input is None:
-        return run("--db", db, "sql", *args, env=env)
-    return subprocess.run([sys.executable, "-m", "traceql", "--db", str(db), "sql", *args], input=input,
-                          capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    """`traceql --db DB sql ARGS`, with INPUT on its stdin if given (tests.util.cli)."""
+    return run("--db", db, "sql", *args, env=env, input=input)
 
 
 def error_of(proc) -> str:
