@@ -7,8 +7,6 @@ The NCCL ring set's: tests/sources/test_ranks.py."""
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 
 import pytest
 
@@ -16,7 +14,7 @@ import traceql
 from fixtures.gen_ranks import generate_job
 
 from .. import rank_oracle
-from ..util import REPO
+from ..util import cli
 
 SLOW = 2
 
@@ -103,18 +101,17 @@ def test_collective_mismatch_when_a_rank_is_missing_calls(job, tmp_path):
 
 
 def test_cli_reports_at_80_columns(job):
+    """The reports as `traceql` prints them at 80 columns (commands forked off the warm server,
+    tests.util.cli: three new interpreters cost 2 CPU s)."""
     _, _, db = job
     env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin"}
     for by in ("rank", "collective"):
-        proc = subprocess.run([sys.executable, "-m", "traceql", "--db", str(db), "report", "--by", by],
-                              capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+        proc = cli("--db", db, "report", "--by", by, env=env, timeout=120)
         assert proc.returncode == 0, proc.stderr
         lines = proc.stdout.splitlines()
         assert max(len(line) for line in lines) <= 80, proc.stdout
         assert lines[-1] == ("4 rows" if by == "rank" else "2 rows")
-    assert "node01.cluster" in subprocess.run(
-        [sys.executable, "-m", "traceql", "--db", str(db), "report", "--by", "rank", "--format", "csv"],
-        capture_output=True, text=True, cwd=REPO, timeout=120).stdout
+    assert "node01.cluster" in cli("--db", db, "report", "--by", "rank", "--format", "csv", timeout=120).stdout
 
 
 @pytest.mark.parametrize("measure", ["time", "compute"])
