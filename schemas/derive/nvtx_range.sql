@@ -1,5 +1,6 @@
--- derived_nvtx_range: nesting of the staged NVTX ranges (the temporary table nvtx_stage, one row per
--- range with its range_id), the same for every source format.
+-- derived_nvtx_range: nesting of the NVTX ranges of the trace getvariable('trace_id') as read
+-- (nvtx_range_source: one row per range with its range_id, the same for every source format), for
+-- the family 'nesting' (schemas/derive/graph.csv), built when a query first reads nvtx_range.
 --
 -- Push/pop ranges nest on their thread's stack. A range's depth is the number of ranges open on
 -- its thread when it is pushed, found by a running sum over the thread's push (+1) and pop (-1)
@@ -13,6 +14,10 @@
 -- Threads are numbered (th): the window and the ASOF join partition and sort on one integer
 -- faster than on (pid, tid), 9 s instead of 13.5 s and 3.3 s instead of 5.9 s for the depths
 -- and parents of 16 M ranges.
+
+-- the trace's ranges as read
+CREATE OR REPLACE TEMP VIEW nvtx_stage AS
+SELECT * EXCLUDE (trace_id) FROM nvtx_range_source WHERE trace_id = getvariable('trace_id');
 
 -- depth: running sum of +1 at each push and -1 at each pop, in event order per thread. The
 -- order within one timestamp is a single key k: pops of ranges with a length first (the last
@@ -92,7 +97,7 @@ paths AS (
 SELECT range_id, path FROM paths;
 
 CREATE OR REPLACE TEMP VIEW derived_nvtx_range AS
-SELECT s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name,
+SELECT getvariable('trace_id')::INTEGER AS trace_id, s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name,
        s.group_name, s.domain, s.style,
        coalesce(p.depth, 0) AS depth, p.parent_range_id,
        CASE WHEN p.parent_range_id IS NULL THEN coalesce(s.group_name, '')

@@ -1,9 +1,13 @@
 -- derived_stats: source-independent diagnostics over the ingested contract rows of each trace,
--- as (trace_id, key, value, severity, detail) rows for ingest_stats.
+-- as (trace_id, key, value, severity, detail) rows for ingest_stats. Those of a deferred family's
+-- tables are written when it is built (traceql.derive.derivation.stats_sql); the ranges' own
+-- read nvtx_range_any, whose rows are there before the family 'nesting' is.
+/* include: nvtx_range_any */
+
 CREATE OR REPLACE TEMP VIEW derived_stats AS
 SELECT trace_id, 'nvtx_range.unclosed' AS key, count(*) AS value, 'warning' AS severity,
        'NVTX ranges that were opened but never closed: dur is NULL; they hold GPU work launched until the end of the trace' AS detail
-FROM nvtx_range WHERE dur IS NULL GROUP BY trace_id
+FROM nvtx_range_any WHERE dur IS NULL GROUP BY trace_id
 UNION ALL
 SELECT trace_id, 'nvtx_range.beyond_depth_cap', count(*), 'warning',
        'NVTX ranges nested ' || getvariable('nvtx_depth_cap') || ' or more levels deep: no GPU work is attributed '
@@ -12,11 +16,11 @@ FROM nvtx_range WHERE depth >= getvariable('nvtx_depth_cap') GROUP BY trace_id
 UNION ALL
 SELECT trace_id, 'nvtx_range.cross_thread', count(*), 'info',
        'start/end ranges that ended on another thread than they started (end_tid is set)'
-FROM nvtx_range WHERE end_tid IS NOT NULL GROUP BY trace_id
+FROM nvtx_range_any WHERE end_tid IS NOT NULL GROUP BY trace_id
 UNION ALL
 SELECT trace_id, 'nvtx_range.negative_duration', count(*), 'warning',
        'NVTX ranges whose end lies before their start'
-FROM nvtx_range WHERE dur < 0 GROUP BY trace_id
+FROM nvtx_range_any WHERE dur < 0 GROUP BY trace_id
 UNION ALL
 SELECT trace_id, 'gpu_op.negative_duration', count(*), 'warning',
        'kernels, copies or memsets whose end lies before their start'

@@ -1,3 +1,5 @@
+/* include: nvtx_range_any */
+
 -- derived_timed: every timed row of the workspace's contract tables, for the limits below. Columns:
 -- trace_id, its trace; tbl, the table; ts, its start in ns; dur, its duration in ns (NULL in the
 -- tables of instants: gpu_metric, nvtx_mark, memory_event).
@@ -13,7 +15,7 @@ UNION ALL SELECT trace_id, 'osrt_call', ts, dur FROM osrt_call
 UNION ALL SELECT trace_id, 'profiler_overhead', ts, dur FROM profiler_overhead
 UNION ALL SELECT trace_id, 'gpu_metric', ts, NULL FROM gpu_metric
 UNION ALL SELECT trace_id, 'nvtx_mark', ts, NULL FROM nvtx_mark
-UNION ALL SELECT trace_id, 'nvtx_range', ts, dur FROM nvtx_range
+UNION ALL SELECT trace_id, 'nvtx_range', ts, dur FROM nvtx_range_any
 UNION ALL SELECT trace_id, 'memory_event', ts, NULL FROM memory_event;
 
 -- derived_time_limits: for the trace being ingested (variable trace_id), each timed contract table

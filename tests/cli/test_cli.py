@@ -218,8 +218,8 @@ print(json.dumps([before, {name: cmd.callback.__module__ for name, cmd in cli.co
 
 
 def test_first_family_build_loads_no_reader(tmp_path):
-    # the first range report of a new workspace builds the attribution family (from the contract
-    # tables, on a writing copy): none of the export readers, the PyTorch formulas or sqlite3 is
+    # the first range report of a new workspace builds the nesting and attribution families (from
+    # the workspace's tables, on a writing copy): none of the export readers, the PyTorch formulas or sqlite3 is
     # imported for that
     probe = """
 import sys
@@ -243,7 +243,7 @@ print(sorted(r[0] for r in con.execute("SELECT family FROM derived_family").fetc
     proc = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, **env, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[-2:] == ["[]", "['attribution', 'ingest']"]
+    assert proc.stdout.splitlines()[-2:] == ["[]", "['attribution', 'ingest', 'nesting']"]
 
 
 def test_one_file_ingest_starts_no_worker_machinery_nor_cxx_lookup(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +20,12 @@ from traceql.derive import derivation
 from traceql.sources.detect import detect
 from traceql.core.errors import TraceqlError
 from traceql.store.lock import workspace_lock
-from traceql.core.resources import CONTRACT_TABLES, read_schema
+from traceql.core.resources import CONTRACT_TABLES, RANGE_SOURCE, read_schema
 
 from ..cli.test_bad_input import can_drop_privileges, cli, modes_as_for_a_user, shared_tmp  # noqa: F401 - a fixture
 from ..util import REPO, TRACES, sha256, trace_file
 
-NAMES = set(CONTRACT_TABLES) | {"gpu_op"}
+NAMES = set(CONTRACT_TABLES) | {"gpu_op", RANGE_SOURCE}
 
 
 def _tables_read(sql: str) -> set[str]:
@@ -46,7 +47,7 @@ def test_graph_inputs_are_what_the_sql_reads():
         assert set(s.needs_any) <= NAMES and set(s.writes) <= NAMES, s.table
         assert not (set(s.inputs) & (set(derivation.tables()) - built)), f"{s.table} reads a table built after it"
         built.add(s.table)
-    assert set(derivation.tables()) == {"launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
+    assert set(derivation.tables()) == {"launch", "nvtx_range", "op_range", "range_gpu", "torch_op", "kernel_op", "device_peak",
                                         "device_busy", "unattributed_gpu", "op_stack"}
 
 
@@ -54,17 +55,20 @@ def test_families_and_what_reads_them():
     from traceql.query.library import builtin
 
     assert derivation.read_by(builtin("kernel").sql) == set()
-    assert derivation.read_by(builtin("range").sql) == {"attribution"}
-    assert derivation.read_by(builtin("op").sql) == {"attribution", "pytorch", "peak"}
+    assert derivation.read_by(builtin("range").sql) == {"nesting", "attribution"}
+    assert derivation.read_by(builtin("op").sql) == {"nesting", "attribution", "pytorch", "peak"}
     assert derivation.read_by(builtin("gpu").sql) == derivation.read_by(builtin("api").sql) == set()
     assert derivation.read_by("SELECT * FROM device_peak") == {"peak"}
-    assert derivation.read_by("SELECT * FROM range_gpu") == {"attribution"}
-    assert derivation.read_by("SELECT * FROM KERNEL_OP") == {"attribution", "pytorch"}
-    assert derivation.read_by("SELECT * FROM call_stack") == {"attribution", "pytorch"}  # op_stack writes PyProf stacks
+    assert derivation.read_by("SELECT path FROM nvtx_range") == {"nesting"}
+    assert derivation.read_by("SELECT * FROM range_gpu") == {"nesting", "attribution"}
+    assert derivation.read_by("SELECT * FROM KERNEL_OP") == {"nesting", "attribution", "pytorch"}
+    assert derivation.read_by("SELECT * FROM call_stack") == {"nesting", "attribution", "pytorch"}  # op_stack writes PyProf stacks
     assert derivation.read_by("SELECT * FROM device_busy") == {"busy"}
-    assert derivation.read_by("SELECT * FROM ingest_stats") == {"attribution", "pytorch", "busy", "peak"}
+    assert derivation.read_by("SELECT * FROM ingest_stats") == {"nesting", "attribution", "pytorch", "busy", "peak"}
     keys = derivation.stat_keys(["attribution"])
     assert keys == {"op_range.unattributed_ops", "nvtx_range.without_gpu_work"}
+    # the ranges' own diagnostics read nvtx_range_any (their rows are there before the nesting is built)
+    assert derivation.stat_keys(["nesting"]) == {"nvtx_range.beyond_depth_cap", "nvtx_range.without_gpu_work"}
 
 
 def shared_traces() -> list[Path]:
@@ -155,19 +159,31 @@ def test_lazily_built_tables_equal_eagerly_built_ones_on_representative_traces(t
     full, lazy = tmp_path / "full.duckdb", tmp_path / "lazy.duckdb"
     _ingest(files, full, "full")
     _ingest(files, lazy, "lazy")
+    con = duckdb.connect(str(full), read_only=True)
+    ranged = {r[0] for r in con.execute("SELECT DISTINCT trace_id FROM nvtx_range").fetchall()}
+    con.close()
     with traceql.open(lazy) as ws:
         n = len(ws.trace_ids())
-        assert ws.sql("SELECT family, count(*) AS n FROM derived_family GROUP BY 1").to_pylist() == [
-            {"family": "ingest", "n": n}]
-        assert ws.sql("SELECT count(*) AS n FROM op_range").column("n")[0].as_py() > 0  # builds attribution
+        # the ranges are nested at ingest only for the traces with memory events (placed in ranges);
+        # the others' wait in nvtx_range_source
+        with_memory = {r[0] for r in ws.con.execute("SELECT DISTINCT trace_id FROM memory_event").fetchall()}
+        assert with_memory and len(ranged - with_memory) >= 5
+        assert ws.con.execute("SELECT family, count(*) AS n FROM derived_family GROUP BY 1 ORDER BY 1").fetchall() == [
+            ("ingest", n), ("nesting", len(with_memory))]
+        assert {r[0] for r in ws.con.execute(f"SELECT DISTINCT trace_id FROM {RANGE_SOURCE}").fetchall()} == \
+            ranged - with_memory
+        assert ws.con.execute("SELECT count(*) FROM nvtx_range WHERE NOT list_contains(?, trace_id)",
+                              [sorted(with_memory)]).fetchone()[0] == 0
+        assert ws.sql("SELECT count(*) AS n FROM op_range").column("n")[0].as_py() > 0  # builds nesting, attribution
         assert sorted(r[0] for r in ws.con.execute("SELECT DISTINCT family FROM derived_family").fetchall()) == [
-            "attribution", "ingest"]
+            "attribution", "ingest", "nesting"]
+        assert ws.con.execute(f"SELECT count(*) FROM {RANGE_SOURCE}").fetchone()[0] == 0  # each range kept once
         ws.report("op")  # pytorch and peak
         ws.summary()  # busy
-        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 5 * n
+        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 6 * n
     diff = _differences(full, lazy)
     assert {t: d for t, d in diff.items() if d[1] or d[2]} == {}
-    for table in ("launch", "op_range", "range_gpu", "torch_op", "kernel_op", "device_busy", "op_stack", "device_peak",
+    for table in ("launch", "nvtx_range", "op_range", "range_gpu", "torch_op", "kernel_op", "device_busy", "op_stack", "device_peak",
                   "ingest_stats"):
         assert diff[table][0] > 0, table  # the comparison saw rows of every family
 
@@ -203,7 +219,7 @@ def test_a_read_only_workspace_answers(shared_tmp, monkeypatch, h100):  # noqa: 
     ro.chmod(0o444)
     ro.parent.chmod(0o555)
     before, listing = sha256(ro), sorted(os.listdir(ro.parent))
-    note = "cannot be written: op_range, range_gpu, unattributed_gpu derived for this command only"
+    note = "cannot be written: nvtx_range, op_range, range_gpu, unattributed_gpu derived for this command only"
     if can_drop_privileges():
         expected = _range_report(full)
         got = _range_report(ro, user="nobody")
@@ -253,7 +269,7 @@ def test_concurrent_first_uses_build_once(tmp_path, h100):
     assert outs[0][0] == outs[1][0] == expected
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT family, count(*) FROM derived_family GROUP BY 1 ORDER BY 1").fetchall() == [
-        ("attribution", 1), ("ingest", 1)]
+        ("attribution", 1), ("ingest", 1), ("nesting", 1)]
     n = con.execute("SELECT count(*) FROM op_range").fetchone()[0]
     con.close()
     con = duckdb.connect(str(full), read_only=True)
@@ -276,7 +292,8 @@ def test_forgotten_families_are_rebuilt_not_doubled(tmp_path):
         assert ws.sql("SELECT count(*) AS n FROM op_range").column("n")[0].as_py() > 0  # rebuilds attribution
         ws.report("op")  # pytorch and peak
         ws.summary()  # busy
-        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 5
+        # nesting too: the ranges, nested at ingest, have no source rows left to nest again
+        assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 6
     con = duckdb.connect()  # the contract tables (sql --write dropped the stored reports, rebuilt on use)
     con.execute(f"ATTACH '{eager}' AS a (READ_ONLY)")
     con.execute(f"ATTACH '{db}' AS b (READ_ONLY)")
@@ -286,6 +303,35 @@ def test_forgotten_families_are_rebuilt_not_doubled(tmp_path):
         assert con.execute(f"SELECT count(*) FROM b.{t}").fetchone()[0] == n, t
         assert con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM a.{t} EXCEPT ALL SELECT {cols} FROM b.{t})"
                            ).fetchone()[0] == 0, t
-        if t in ("op_range", "range_gpu", "device_busy", "ingest_stats"):
+        if t in ("nvtx_range", "op_range", "range_gpu", "device_busy", "ingest_stats"):
             assert n > 0, t
+    con.close()
+
+
+def test_a_workspace_from_before_nvtx_range_source_keeps_its_ranges(tmp_path):
+    """A contract-3 workspace written before the ranges waited in nvtx_range_source (its ranges
+    nested at ingest, no such table, no 'nesting' in derived_family): a query does not nest them
+    again (which would delete them: their source rows are not there), and the next ingest creates
+    the table and records the old trace's ranges as nested, leaving its rows as they were."""
+    first = trace_file("memfusion-rtx3090-onnx-nvtx-nsys2023.1/report1.sqlite")
+    second = trace_file("centerformer-tensorrt-nvtx-only-nsys2022.4/poolformer.sqlite")
+    db = tmp_path / "ws.duckdb"
+    _ingest([first], db, "eager")
+    con = duckdb.connect(str(db))
+    con.execute(f"DROP TABLE {RANGE_SOURCE}")
+    con.execute("DELETE FROM derived_family WHERE family = 'nesting'")
+    before = con.execute("SELECT * FROM nvtx_range ORDER BY range_id").fetchall()
+    con.close()
+    assert len(before) > 50
+    with traceql.open(db) as ws:
+        assert derivation.nesting() not in derivation.pending(ws.con)
+        assert ws.report("range").num_rows > 0
+    _ingest([second], db, "lazy")
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT * FROM nvtx_range WHERE trace_id = 1 ORDER BY range_id").fetchall() == before
+    assert con.execute("SELECT trace_id, family FROM derived_family WHERE family = 'nesting'").fetchall() == [(1, "nesting")]
+    # the new trace's ranges wait, as many as the export holds
+    ranges = sqlite3.connect(f"file:{second}?mode=ro", uri=True).execute(
+        "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60, 70, 71) AND start IS NOT NULL").fetchone()[0]
+    assert con.execute(f"SELECT count(*) FROM {RANGE_SOURCE} WHERE trace_id = 2").fetchone()[0] == ranges > 0
     con.close()

@@ -23,6 +23,7 @@ from importlib import import_module
 import pytest
 
 import traceql
+from traceql.derive import derivation
 from fixtures.gen_kineto import generate as generate_kineto
 from fixtures.gen_nsys import generate
 
@@ -141,7 +142,8 @@ def plans(tmp_path_factory):
         # the families of derived tables built on first use (traceql.derivation), as a query builds them
         with traceql.open(tmp / "ws.duckdb") as ws:
             ws.ensure()
-            assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == 5 * len(sources)
+            assert ws.con.execute("SELECT count(*) FROM derived_family").fetchone()[0] == \
+                len(derivation.families()) * len(sources) == 6 * len(sources)
     finally:
         mp.undo()
     return list(PlanRecorder.seen)

@@ -14,6 +14,10 @@ CONTRACT_TABLES = (
     "device_busy", "unattributed_gpu", "call_stack", "op_stack", "ingest_stats",
 )
 CONTRACT_VIEWS = ("gpu_op",)
+# The NVTX ranges as read, until the family 'nesting' nests them into nvtx_range (not a contract
+# table: schemas/nvtx_range_source.sql), and every table that holds rows of a trace.
+RANGE_SOURCE = "nvtx_range_source"
+TRACE_TABLES = CONTRACT_TABLES + (RANGE_SOURCE,)
 
 # A deterministic row order for every contract table and view (export, golden files).
 ROW_ORDER = {

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from traceql.core.errors import UsageError
-from traceql.core.resources import read_schema
+from traceql.core.resources import RANGE_SOURCE, read_schema
 
 BUILT = "derived_family"
 INGEST = "ingest"  # the family every ingest builds
@@ -132,13 +132,29 @@ def ordered(fams) -> list[str]:
 # -- the workspace's record ------------------------------------------------------------------
 
 def create_record(con, existing_built: bool = True) -> None:
-    """The table derived_family, when the workspace on CON has none yet. existing_built: the traces
-    it holds already were ingested before families existed, with every family built."""
-    if _has_record(con):
-        return
-    con.execute(read_schema("derived_family.sql"))
-    if existing_built:
-        con.execute(f"INSERT INTO {BUILT} SELECT trace_id, unnest(?::VARCHAR[]) FROM trace", [list(families())])
+    """The tables derived_family and nvtx_range_source, when the workspace on CON lacks them.
+    existing_built: the traces it holds already were ingested before families existed, with every
+    family built (no derived_family), or before the ranges waited in nvtx_range_source for the
+    family 'nesting' (no nvtx_range_source): with nvtx_range built."""
+    if not _has_table(con, BUILT):
+        con.execute(read_schema("derived_family.sql"))
+        if existing_built:
+            con.execute(f"INSERT INTO {BUILT} SELECT trace_id, unnest(?::VARCHAR[]) FROM trace", [list(families())])
+    if not _has_table(con, RANGE_SOURCE):
+        con.execute(read_schema(f"{RANGE_SOURCE}.sql"))
+        if existing_built:
+            record_all(con, nesting())
+
+
+def nesting() -> str:
+    """The family of nvtx_range, which nests the ranges of nvtx_range_source."""
+    return _family_of()["nvtx_range"]
+
+
+def record_all(con, family: str) -> None:
+    """FAMILY is built for every trace of the workspace."""
+    con.execute(f"INSERT INTO {BUILT} SELECT trace_id, ? FROM trace t WHERE NOT EXISTS "
+                f"(SELECT 1 FROM {BUILT} b WHERE b.trace_id = t.trace_id AND b.family = ?)", [family, family])
 
 
 def record(con, trace_id: int, fams) -> None:
@@ -156,20 +172,29 @@ def forget(con, trace_id: int) -> None:
 
 
 def _has_record(con) -> bool:
+    return _has_table(con, BUILT)
+
+
+def _has_table(con, name: str) -> bool:
     return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-                            "AND schema_name = 'main' AND table_name = ?", [BUILT]).fetchone()[0])
+                            "AND schema_name = 'main' AND table_name = ?", [name]).fetchone()[0])
 
 
 def pending(con, tables: set[tuple[str, str]] | None = None) -> dict[str, list[int]]:
-    """Deferred family -> the traces that lack it. A workspace without the record holds them all.
+    """Deferred family -> the traces that lack it. A workspace without the record holds them all,
+    one without nvtx_range_source the family 'nesting' (create_record).
     tables: the workspace's (schema, table) names when the caller has listed them already."""
-    if not (("main", BUILT) in tables if tables is not None else _has_record(con)):
+    def has(name):
+        return ("main", name) in tables if tables is not None else _has_table(con, name)
+
+    if not has(BUILT):
         return {}
     out: dict[str, list[int]] = {}
+    fams = deferred() if has(RANGE_SOURCE) else tuple(f for f in deferred() if f != nesting())
     for trace_id, built in con.execute(
             f"SELECT t.trace_id, list(b.family) FILTER (WHERE b.family IS NOT NULL) FROM trace t "
             f"LEFT JOIN {BUILT} b ON b.trace_id = t.trace_id GROUP BY t.trace_id ORDER BY t.trace_id").fetchall():
-        for fam in deferred():
+        for fam in fams:
             if fam not in (built or ()):
                 out.setdefault(fam, []).append(trace_id)
     return out
@@ -192,6 +217,7 @@ def _stat_blocks() -> tuple[tuple[str, str, frozenset], ...]:
         if key is None:
             raise RuntimeError("schemas/derive/stats.sql: a part without a key: " + part.strip()[:60])
         code = "\n".join(ln for ln in part.splitlines() if not ln.lstrip().startswith("--"))
+        code = re.sub(r"'(?:[^']|'')*'", "''", code)  # its key and text name tables it need not read
         out.append((key.group(1), part, frozenset(read_by(code, needed=False))))
     return tuple(out)
 

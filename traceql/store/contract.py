@@ -49,7 +49,7 @@ CHANGES = {
        "counter tracks in the Perfetto export; "
        "trace.driver_version, cuda_driver_version, cuda_runtime_version and torch_version "
        "(diff warns when they differ); gpu_gaps: overhead records that start at the same time all count for "
-       "cause 'profiler'",
+       "cause 'profiler'; nvtx_range nested when a query first reads it (the ranges wait in nvtx_range_source)",
 }
 
 TABLE = "workspace_version"

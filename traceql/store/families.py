@@ -59,6 +59,8 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
             from traceql.derive.pytorch import load_data
 
             load_data(con)
+        elif table == "nvtx_range":
+            con.execute(read_schema("derive/group_name.sql"))  # the macro nvtx_range.sql uses
         sql = read_schema(f"derive/{table}.sql")
         if table == "op_stack":  # also (re)writes the PyProf stacks of call_stack
             sql = callstacks.inline(sql)
@@ -68,6 +70,8 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
             con.execute(f"INSERT INTO launch BY NAME SELECT * FROM {'derived_launch' if shared else 'derived_launch_first'}")
         else:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
+        if table == "nvtx_range":  # a trace's ranges are in one of the two (schemas/include/nvtx_range_any.sql)
+            con.execute(f"DELETE FROM {derivation.RANGE_SOURCE} WHERE trace_id = ?", [trace_id])
         done.append(table)
         free_staging(con)
     return done
@@ -123,6 +127,9 @@ def _forget_rows(con: duckdb.DuckDBPyConnection, trace_id: int, families) -> Non
                                          "current_database() AND schema_name = 'main'").fetchall()}
     for step in derivation.graph():
         if step.family in families and step.table in present:
+            if step.table == "nvtx_range" and not con.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM {derivation.RANGE_SOURCE} WHERE trace_id = ?)", [trace_id]).fetchone()[0]:
+                continue  # the ranges were nested already and their source rows dropped: nvtx_range holds them
             con.execute(f'DELETE FROM "{step.table}" WHERE trace_id = ?', [trace_id])
 
 

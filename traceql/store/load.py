@@ -20,7 +20,7 @@ import duckdb
 
 from traceql.core.errors import InputError, WorkspaceError
 from traceql.core.faults import first_line
-from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, read_schema
+from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, TRACE_TABLES, read_schema
 from traceql.core.settings import DEFAULT_MEMORY_LIMIT, TIME_LIMIT_NS
 from traceql.core.version import __version__
 from traceql.derive import callstacks, derivation
@@ -163,7 +163,7 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
         trace_id, replaced = assigned
     elif row is not None:
         trace_id, replaced = row[0], True
-        for table in CONTRACT_TABLES:
+        for table in TRACE_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
         stored.delete_trace(con, trace_id)
         derivation.forget(con, trace_id)
@@ -212,10 +212,11 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
         source_stats = con.execute("SELECT key, value, severity, detail FROM src_stats").fetchall()
         utc = con.execute("SELECT min(utcEpochNs) FROM raw.TARGET_INFO_SESSION_START_TIME").fetchone()[0]
         families = ingest_families().union(*(derivation.requires(f) for f in also))
-        _fill(con, trace_id, deriving)
+        if _fill(con, trace_id, deriving, families):
+            families |= {derivation.nesting()}
         span = _span(con, trace_id, det, utc)
         check_time_limits(con, trace_id, path, span)  # before any derived table adds or doubles times
-        derive(con, trace_id, deriving, families)
+        derive(con, trace_id, deriving, families - {derivation.nesting()})
         deriving("diagnostics")
         ident = result.identity = ranks.identify(det, user)  # after staging: Kineto's members are read then
         _count_rows(con, trace_id, result)  # (the contract rows are all there: the warnings name totals)
@@ -244,8 +245,10 @@ FILL_STEPS = ("kernel", "memcpy", "memset", "api_call", "thread and device", "gr
               "device_busy", "unattributed_gpu", "op_stack", "diagnostics", "stored reports")
 
 
-def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None) -> None:
-    """The contract tables read from the source's adapter views (ingest_one derives the rest)."""
+def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None, families=()) -> bool:
+    """The contract tables read from the source's adapter views (ingest_one derives the rest), and
+    nvtx_range_source. The ranges are nested into nvtx_range now when FAMILIES holds the family
+    'nesting' or the trace has memory events (they are placed in ranges); returns whether they were."""
     offset = 0  # kernel, memcpy and memset share one id space; api_call has its own
     for table, id_col in ID_TABLES:
         step(table)
@@ -290,41 +293,48 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None)
 
     step("nvtx_range")
     # Range ids in (start, end descending) order: sort the narrow keys, then join the wide rows
-    # back; sorting the rows with their name strings costs three times as much.
+    # back; sorting the rows with their name strings costs three times as much. The ranges wait
+    # in nvtx_range_source, nested into nvtx_range by the family 'nesting' (schemas/derive/graph.csv).
     con.execute(
         "CREATE TABLE raw.nvtx_ids AS "
         "SELECT src_row, row_number() OVER (ORDER BY ts, end_ts DESC NULLS FIRST, src_row) - 1 AS range_id "
         "FROM src_nvtx_event WHERE kind = 'range'")
-    # what outlives the source tables is kept in temporary tables, not in raw: raw is then freed
-    # whole (free_staging), not table by table
+    # Nested now when asked for, or when memory events are to be placed in the ranges. Then the
+    # ranges are staged in a temporary table of the same name, which the nesting reads (DuckDB
+    # looks a name up in temp first) and empties: a table of the workspace would write them to disk
+    # (3 CPU s more for 3 M ranges), only to delete them.
+    nest = derivation.nesting() in families or con.execute("SELECT EXISTS (SELECT 1 FROM src_memory_event)").fetchone()[0]
+    source = derivation.RANGE_SOURCE
+    if nest:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {source} AS SELECT * FROM {source} LIMIT 0")
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE nvtx_stage AS "
-        "SELECT i.range_id, e.* EXCLUDE (src_row, kind) "
-        "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row")
+        f"INSERT INTO {'temp.main.' if nest else ''}{source} BY NAME "
+        "SELECT ?::INTEGER AS trace_id, i.range_id, e.* EXCLUDE (src_row, kind) "
+        "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row", [trace_id])
     # allocations and frees, placed in ranges once nvtx_range holds them (schemas/derive/memory_event.sql)
     con.execute("CREATE OR REPLACE TEMP TABLE memory_stage AS SELECT * FROM src_memory_event")
     free_staging(con)  # every source table has been read: memory for the rest
-    con.execute(read_schema("derive/group_name.sql"))  # the macro nvtx_range.sql uses
-    con.execute(read_schema("derive/nvtx_range.sql"))
-    con.execute("INSERT INTO nvtx_range BY NAME SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range",
-                [trace_id])
-    free_staging(con, "nvtx_stage")
+    if nest:
+        derive(con, trace_id, step, {derivation.nesting()})
+        con.execute(f"DROP TABLE temp.main.{source}")
 
     step("memory_event")
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
     con.execute(read_schema("derive/memory_event.sql"))
     con.execute("INSERT INTO memory_event BY NAME SELECT * FROM derived_memory_event")
     free_staging(con, "memory_stage")
+    return nest
 
 
 def _count_rows(con, trace_id: int, result: IngestResult) -> None:
     """result.counts: the trace's rows in each contract table (but trace and ingest_stats)."""
-    counted = [t for t in CONTRACT_TABLES if t not in ("trace", "ingest_stats")]
+    counted = [t for t in CONTRACT_TABLES if t not in ("trace", "ingest_stats")] + [derivation.RANGE_SOURCE]
     # one statement (a small ingest runs about 200: each costs a millisecond or more however little it
     # does); a UNION ALL of the counts, not one row of scalar subqueries, which DuckDB plans as cross products
     rows = con.execute(" UNION ALL ".join(f"SELECT '{t}', count(*) FROM {t} WHERE trace_id = $id" for t in counted),
                        {"id": trace_id}).fetchall()
     result.counts.update(dict(rows))
+    result.counts["nvtx_range"] += result.counts.pop(derivation.RANGE_SOURCE)  # (nested or not yet)
 
 
 def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, source_stats,

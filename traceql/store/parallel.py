@@ -170,17 +170,17 @@ def _append(con: duckdb.DuckDBPyConnection, dbfile: str, trace_id: int, replaced
     """Add the rows a worker wrote to DBFILE to the workspace on con (trace TRACE_ID)."""
     from traceql.derive import derivation
     from traceql.store import stored
-    from traceql.core.resources import CONTRACT_TABLES
+    from traceql.core.resources import TRACE_TABLES
 
     if replaced:  # the file was in the workspace: its old rows go, as in a single ingest
-        for table in CONTRACT_TABLES:
+        for table in TRACE_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
         stored.delete_trace(con, trace_id)
         derivation.forget(con, trace_id)
     literal = "'" + dbfile.replace("'", "''") + "'"  # ATTACH takes no parameter; the path is ours, quoted
     con.execute(f"ATTACH {literal} AS traceql_worker (READ_ONLY)")
     try:
-        for table in CONTRACT_TABLES:
+        for table in TRACE_TABLES:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM traceql_worker.{table}")
         stored.adopt(con, "traceql_worker", trace_id)
         con.execute(f"INSERT INTO {derivation.BUILT} SELECT * FROM traceql_worker.{derivation.BUILT} "

@@ -33,7 +33,7 @@ def remove(trace_ids, db: str | os.PathLike = "traceql.duckdb", on_wait=None) ->
     from traceql.store import stored
     from traceql.store.transaction import check_writable, writing_copy
     from traceql.store.lock import workspace_lock
-    from traceql.core.resources import CONTRACT_TABLES
+    from traceql.core.resources import TRACE_TABLES
 
     db = Path(db)
     ids: list[int] = []
@@ -54,13 +54,14 @@ def remove(trace_ids, db: str | os.PathLike = "traceql.duckdb", on_wait=None) ->
             from traceql.store.contract import check
 
             check(con, db)
+            derivation.create_record(con)  # (a workspace from before nvtx_range_source: the table, empty)
             known = dict(con.execute("SELECT trace_id, path FROM trace ORDER BY trace_id").fetchall())
             missing = [i for i in ids if i not in known]
             if missing:
                 raise UsageError(f"trace {missing[0]}: no such trace in {db} "
                                  f"(traces: {', '.join(map(str, known)) or 'none'}); nothing was removed")
             counts = dict.fromkeys(ids, 0)
-            for table in CONTRACT_TABLES:
+            for table in TRACE_TABLES:
                 for tid, n in con.execute(
                         f"SELECT trace_id, count(*) FROM {table} WHERE list_contains(?, trace_id) GROUP BY 1",
                         [ids]).fetchall():
@@ -78,10 +79,10 @@ def purge_orphans(con) -> list[int]:
     file reported 7,387 kernels). Returns the ids purged. Run by ingest on its writing copy."""
     from traceql.derive import derivation
     from traceql.store import stored
-    from traceql.core.resources import CONTRACT_TABLES
+    from traceql.core.resources import TRACE_TABLES
 
     orphans: set[int] = set()
-    for table in CONTRACT_TABLES:
+    for table in TRACE_TABLES:
         if table == "trace":
             continue
         orphan = "trace_id IS NULL OR trace_id NOT IN (SELECT trace_id FROM trace WHERE trace_id IS NOT NULL)"

@@ -35,7 +35,7 @@ from traceql.sources import ranks
 from traceql.sources.detect import detect
 from traceql.core.errors import WorkspaceError
 from traceql.sources.digest import sha256
-from traceql.store.families import DERIVED_TABLES, derive, drop_temp_objects, free_staging
+from traceql.store.families import DERIVED_TABLES, derive, drop_temp_objects
 from traceql.store.load import errors_of, existing_objects, ingest_one
 from traceql.store.transaction import check_writable, writing_copy
 from traceql.store.lock import workspace_lock
@@ -128,6 +128,7 @@ def _migrate_tables(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DROP VIEW IF EXISTS {view}")
     existing = existing_objects(con)
     want = contract_types()
+    _ranges_as_read(con, existing)
     for name in CONTRACT_TABLES:
         ddl = read_schema(f"contract/{name}.sql")
         if name not in existing:
@@ -150,6 +151,20 @@ def _migrate_tables(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(read_schema(f"contract/{view}.sql"))
 
 
+def _ranges_as_read(con: duckdb.DuckDBPyConnection, existing: set[str]) -> None:
+    """nvtx_range is derived (the family 'nesting') from the ranges as read: the stored ranges go
+    to nvtx_range_source, where an ingest leaves them, before nvtx_range is emptied. A trace read
+    again from its source replaces its own; the others' are nested again from there (_rederive)."""
+    source = derivation.RANGE_SOURCE
+    con.execute(read_schema(f"{source}.sql"))
+    if "nvtx_range" not in existing:
+        return
+    have = {r[0] for r in con.execute("DESCRIBE nvtx_range").fetchall()}
+    cols = [r[0] for r in con.execute(f"DESCRIBE {source}").fetchall() if r[0] in have]
+    listed = ", ".join(f'"{c}"' for c in cols)
+    con.execute(f"INSERT INTO {source} ({listed}, end_ts) SELECT {listed}, ts + dur FROM nvtx_range")
+
+
 def _derived_stat_keys() -> set[str]:
     """The ingest_stats keys schemas/derive/stats.sql computes from contract rows."""
     return set(re.findall(r"SELECT\s+(?:\w+\.)?trace_id,\s*'([\w.]+)'", read_schema("derive/stats.sql")))
@@ -161,17 +176,7 @@ def _rederive(con: duckdb.DuckDBPyConnection, trace_id: int, reason: str) -> Non
     drop_temp_objects(con)
     con.execute("ATTACH ':memory:' AS raw")
     try:
-        # nesting, grouping names and paths of the stored ranges, as ingest computes them
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE nvtx_stage AS SELECT range_id, pid, tid, end_tid, ts, ts + dur AS end_ts, name, "
-            "domain, style, color, category, args FROM nvtx_range WHERE trace_id = ?", [trace_id])
-        con.execute(read_schema("derive/group_name.sql"))
-        con.execute(read_schema("derive/nvtx_range.sql"))
-        con.execute("CREATE TABLE raw.nvtx_new AS SELECT ?::INTEGER AS trace_id, * FROM derived_nvtx_range", [trace_id])
-        con.execute("DELETE FROM nvtx_range WHERE trace_id = ?", [trace_id])
-        con.execute("INSERT INTO nvtx_range BY NAME SELECT * FROM raw.nvtx_new")
-        free_staging(con, "nvtx_stage")
-        for table in DERIVED_TABLES:
+        for table in DERIVED_TABLES:  # (the ranges wait in nvtx_range_source: _migrate_tables)
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
         derive(con, trace_id)
         keys = sorted(_derived_stat_keys())

@@ -465,6 +465,15 @@ class WorkspaceFile:
             raise UsageError(f"--trace {trace_id}: no such trace in {self.path} "
                              f"(traces: {', '.join(map(str, self.trace_ids())) or 'none'})")
 
+    def _holding(self, table: str, trace_id: int) -> str:
+        """The table that holds TABLE's rows of the trace now: nvtx_range_source for the ranges of
+        a trace not nested yet (traceql.derive.derivation), which counts them without nesting them."""
+        from traceql.derive import derivation
+
+        if table == "nvtx_range" and trace_id in self._pending.get(derivation.nesting(), ()):
+            return derivation.RANGE_SOURCE
+        return table
+
     def info(self) -> list[dict]:
         """Per trace: its trace row, the GPUs it used or describes, and row counts per view."""
         out = []
@@ -475,7 +484,8 @@ class WorkspaceFile:
                 for d, n in self.con.execute(
                     "SELECT device_id, name FROM device WHERE trace_id = ? ORDER BY device_id", [tid]).fetchall()]
             row["counts"] = {
-                view: self.con.execute(f"SELECT count(*) FROM {view} WHERE trace_id = ?", [tid]).fetchone()[0]
+                view: self.con.execute(f"SELECT count(*) FROM {self._holding(view, tid)} WHERE trace_id = ?",
+                                       [tid]).fetchone()[0]
                 for view in COUNTED}
             cur = self.con.execute("SELECT host_source, local_rank, world_size, rank_source, local_rank_source, "
                                    "world_size_source FROM trace WHERE trace_id = ?", [tid])
