@@ -43,8 +43,11 @@ def leaky_copy(src, dst):
     for s in steps:
         trace["traceEvents"].append({"ph": "i", "s": "t", "name": "[memory]", "pid": s["pid"], "tid": s["tid"],
                                      "ts": s["ts"] + 1, "args": {"Device Type": 1, "Device Id": 0, "Bytes": LEAK}})
+    # json.dumps, not json.dump(trace, fh): only a one-shot encoding takes json's C encoder (the
+    # same text; leaky_copy 3.9 -> 2.1 CPU s)
+    text = json.dumps(trace, default=lambda d: int(d) if d == int(d) else float(d))
     with gzip.open(dst, "wt", encoding="utf-8", compresslevel=1) as fh:  # level 9: 6.4 CPU s, 1: 5.8
-        json.dump(trace, fh, default=lambda d: int(d) if d == int(d) else float(d))
+        fh.write(text)
     return dst
 
 
