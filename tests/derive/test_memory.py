@@ -20,6 +20,7 @@ import pytest
 
 import traceql
 
+from ..intervals import holding
 from ..util import ingested, trace_file
 
 KINETO = {
@@ -204,12 +205,15 @@ def python_stacks(path):
             s = us_to_ns(e["ts"])
             frames.setdefault((e["pid"], e["tid"]), []).append((s, s + us_to_ns(e["dur"]), e["name"]))
     out = []
+    asked = {}  # (pid, tid) -> (t, t, index in out) of each event on that thread
     for i, e in enumerate(events):
         if e.get("name") == "[memory]" and e.get("ph") == "i":
             t = us_to_ns(e["ts"])
-            held = sorted((f for f in frames.get((e["pid"], e["tid"]), []) if f[0] <= t < f[1]),
-                          key=lambda f: (f[0], -f[1]))
-            out.append((t, i, [f[2] for f in held] or None))
+            asked.setdefault((e["pid"], e["tid"]), []).append((t, t, len(out)))
+            out.append((t, i, None))
+    for lane, queries in asked.items():  # the frames with ts <= t < ts + dur, outermost first (intervals.holding)
+        for (t, _, k), held in zip(queries, holding(frames.get(lane, []), queries, half_open=True)):
+            out[k] = (t, out[k][1], [f[2] for f in held] or None)
     return out
 
 

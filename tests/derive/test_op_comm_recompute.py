@@ -27,6 +27,7 @@ import traceql
 from fixtures.gen_kineto import BASE_NS, GEMM, RELU, generate
 
 from ..sources.test_kineto import REAL, TRACES, load, ns, real_kineto, trace_ids
+from ..intervals import holding
 from ..util import NO_TRACES, ingested
 
 COMM = re.compile(r"(?i)(nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce)")
@@ -84,19 +85,20 @@ def json_kernels(folder: str) -> list[dict]:
         if e.get("cat") == "cpu_op":
             ops[(e["pid"], e["tid"])].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e))
     out = []
+    asked = defaultdict(list)  # (pid, tid) -> (start, end, kernel) of each launching call on that thread
     for e in evs:
         if e.get("cat") != "kernel":
             continue
         found = calls.get(e["args"].get("correlation"), [])
         assert len(found) <= 1, "a correlation id with two calls: the test's matching would be ambiguous"
         call = found[0] if found else None
-        around = []
-        if call is not None:
-            s, t = ns(call["ts"]), ns(call["ts"]) + ns(call["dur"])
-            around = sorted(((o for o in ops[(call["pid"], call["tid"])] if o[0] <= s and t <= o[1])),
-                            key=lambda o: (o[0], -o[1]))
+        if call is not None:  # the cpu_ops wholly around the call (start <= its start, its end <= end)
+            asked[(call["pid"], call["tid"])].append((ns(call["ts"]), ns(call["ts"]) + ns(call["dur"]), len(out)))
         out.append({"dur": ns(e["dur"]), "name": e["name"], "comm": bool(COMM.search(e["name"])),
-                    "call": call, "ops": [o[2] for o in around]})
+                    "call": call, "ops": []})
+    for lane, queries in asked.items():  # ordered by start, the longer first (tests/intervals.py holding)
+        for (_, _, k), around in zip(queries, holding(ops[lane], queries)):
+            out[k]["ops"] = [o[2] for o in around]
     return out
 
 
