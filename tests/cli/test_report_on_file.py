@@ -132,3 +132,26 @@ def test_what_the_answer_reads_is_built_with_the_ingest(tmp_path, exports, comma
 def checkpoints(timing: str) -> int:
     """The CHECKPOINT statements TRACEQL_TIMING printed: one per transaction written."""
     return sum(line.startswith("[traceql timing]") and line.endswith(" CHECKPOINT") for line in timing.splitlines())
+
+
+def test_the_kernel_answer_leaves_the_ranges_to_nest(tmp_path, exports):
+    """`report --by kernel FILE` reads no NVTX range: the ranges wait in nvtx_range_source, as many
+    as the export holds (Python's sqlite3), and nvtx_range is empty; the first range report nests
+    them (family 'nesting'): then nvtx_range holds them all and nothing waits."""
+    a, _ = exports
+    ranges = sqlite3.connect(f"file:{a}?mode=ro", uri=True).execute(
+        "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60, 70, 71) AND start IS NOT NULL").fetchone()[0]
+    assert ranges > 0
+    db = tmp_path / "w.duckdb"
+    lazy = {"TRACEQL_DERIVE": "lazy"}
+    assert traceql("--db", str(db), "report", "--by", "kernel", str(a), env=lazy).returncode == 0
+    proc = traceql("--db", str(db), "sql", "--format", "csv",
+                   "SELECT (SELECT list(family ORDER BY family) FROM derived_family) AS fams, "
+                   "(SELECT count(*) FROM nvtx_range_source) AS waiting", env=lazy)
+    assert proc.returncode == 0, proc.stderr
+    assert kernel_rows(proc.stdout) == [{"fams": "['ingest']", "waiting": str(ranges)}]
+    assert traceql("--db", str(db), "report", "--by", "range", env=lazy).returncode == 0
+    proc = traceql("--db", str(db), "sql", "--format", "csv",
+                   "SELECT (SELECT count(*) FROM nvtx_range) AS nested, (SELECT count(*) FROM nvtx_range_source) AS waiting",
+                   env=lazy)
+    assert kernel_rows(proc.stdout) == [{"nested": str(ranges), "waiting": "0"}]
