@@ -143,7 +143,7 @@ def create_record(con, existing_built: bool = True) -> None:
     if not _has_table(con, RANGE_SOURCE):
         con.execute(read_schema(f"{RANGE_SOURCE}.sql"))
         if existing_built:
-            record_all(con, nesting())
+            _record_all(con, nesting())
 
 
 def nesting() -> str:
@@ -151,7 +151,7 @@ def nesting() -> str:
     return _family_of()["nvtx_range"]
 
 
-def record_all(con, family: str) -> None:
+def _record_all(con, family: str) -> None:
     """FAMILY is built for every trace of the workspace."""
     con.execute(f"INSERT INTO {BUILT} SELECT trace_id, ? FROM trace t WHERE NOT EXISTS "
                 f"(SELECT 1 FROM {BUILT} b WHERE b.trace_id = t.trace_id AND b.family = ?)", [family, family])

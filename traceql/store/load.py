@@ -299,11 +299,13 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
         "CREATE TABLE raw.nvtx_ids AS "
         "SELECT src_row, row_number() OVER (ORDER BY ts, end_ts DESC NULLS FIRST, src_row) - 1 AS range_id "
         "FROM src_nvtx_event WHERE kind = 'range'")
+    # allocations and frees, placed in ranges once nvtx_range holds them (schemas/derive/memory_event.sql)
+    con.execute("CREATE OR REPLACE TEMP TABLE memory_stage AS SELECT * FROM src_memory_event")
     # Nested now when asked for, or when memory events are to be placed in the ranges. Then the
     # ranges are staged in a temporary table of the same name, which the nesting reads (DuckDB
     # looks a name up in temp first) and empties: a table of the workspace would write them to disk
     # (3 CPU s more for 3 M ranges), only to delete them.
-    nest = derivation.nesting() in families or con.execute("SELECT EXISTS (SELECT 1 FROM src_memory_event)").fetchone()[0]
+    nest = derivation.nesting() in families or con.execute("SELECT EXISTS (SELECT 1 FROM memory_stage)").fetchone()[0]
     source = derivation.RANGE_SOURCE
     if nest:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {source} AS SELECT * FROM {source} LIMIT 0")
@@ -311,8 +313,6 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
         f"INSERT INTO {'temp.main.' if nest else ''}{source} BY NAME "
         "SELECT ?::INTEGER AS trace_id, i.range_id, e.* EXCLUDE (src_row, kind) "
         "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row", [trace_id])
-    # allocations and frees, placed in ranges once nvtx_range holds them (schemas/derive/memory_event.sql)
-    con.execute("CREATE OR REPLACE TEMP TABLE memory_stage AS SELECT * FROM src_memory_event")
     free_staging(con)  # every source table has been read: memory for the rest
     if nest:
         derive(con, trace_id, step, {derivation.nesting()})
