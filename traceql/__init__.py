@@ -14,11 +14,14 @@ core -> sources -> derive -> query -> store -> outputs -> analysis -> engines ->
 from traceql.core.errors import (InputError, NewerWorkspaceError, StaleWorkspaceError, TraceqlError,
                                  UnsupportedVersionError, UsageError, WorkspaceError)
 from traceql.core.absent import skip_absent
+from traceql.core.duckdb_version import spare_metadata_lookup
 from traceql.core.version import __version__
 
 # DuckDB tries `import pandas` for every Python value it converts: without pandas installed, each
 # try would search sys.path again (traceql.core.absent)
 skip_absent("pandas")
+# duckdb reads its own version with importlib.metadata, a twelfth of a short command (traceql.core.duckdb_version)
+spare_metadata_lookup()
 
 __all__ = ["ingest", "open", "upgrade", "remove", "diff", "Workspace", "Progress", "RichProgress",
            "TraceqlError", "InputError", "UsageError", "UnsupportedVersionError", "WorkspaceError",
