@@ -116,9 +116,23 @@ def sources(max_bytes: int | None = None) -> list[Path]:
     return sorted(out, key=lambda p: (p.stat().st_size, str(p)))
 
 
+_READ_COLUMNS: dict[tuple, dict[str, list[str]]] = {}
+
+
 def read_columns(path: Path) -> dict[str, list[str]]:
     """Tables and columns of `path` that traceql reads: the file's own tables that the
-    detected layout's raw.sql declares (and their declared columns present in the file)."""
+    detected layout's raw.sql declares (and their declared columns present in the file).
+    Worked out once per version of a file (path, size, mtime): the SQL mutators ask it of the
+    same few real exports again and again (0.1 CPU s each: detection and the layout's DDL);
+    each caller gets its own copy."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _READ_COLUMNS:
+        _READ_COLUMNS[key] = _read_columns(path)
+    return {table: list(cols) for table, cols in _READ_COLUMNS[key].items()}
+
+
+def _read_columns(path: Path) -> dict[str, list[str]]:
     import duckdb
 
     from traceql.sources.detect import detect

@@ -20,6 +20,7 @@ from ..cli_server import CliServer
 from .test_bad_input import cli as process_cli
 from .test_bad_input import one_line
 from ..util import REPO, nsys_stub, sha256
+from ..util import cli as served
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -35,22 +36,11 @@ def eager():
         os.environ["TRACEQL_DERIVE"] = old
 
 
-_SERVER: list[CliServer] = []
-
-
-@pytest.fixture(autouse=True, scope="module")
-def server(eager):
-    """One process that imports traceql once and forks each command of this module (tests/cli_server.py):
-    the hundred-odd commands below cost their own work, not Python's start-up each."""
-    with CliServer() as s:
-        _SERVER.append(s)
-        yield s
-        _SERVER.remove(s)
-
-
 def cli(*args, env=None, timeout=120):
-    """`python -m traceql ARGS` as a user runs it (a fresh process forked from the warm server)."""
-    return _SERVER[-1].run(*args, env=env, timeout=timeout)
+    """`python -m traceql ARGS` as a user runs it (a fresh process forked from the warm server of
+    this test process, tests.util.cli), in this process's environment (TRACEQL_DERIVE=eager) at
+    the call. (A server of this module's own cost 1.1 CPU s to start.)"""
+    return served(*args, env=env, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -286,12 +276,12 @@ def test_schema_named_raw_refused(ws, built):
 
 def test_own_macros_and_views_not_redirected(ws, built):
     """Macros named like traceql's own (temporary) macros and a contract view changed in the
-    workspace do not change what ingest computes: the same rows as a fresh ingest."""
+    workspace do not change what ingest computes: the same rows as a fresh ingest (built's,
+    of the same export into a new workspace)."""
     store(ws, "CREATE MACRO nvtx_group_name(name) AS 'HIJACKED'",
           "CREATE OR REPLACE VIEW gpu_op AS SELECT * FROM kernel WHERE false")
     traceql.ingest([built[1]], db=ws)
-    fresh = ws.with_name("fresh.duckdb")
-    traceql.ingest([built[1]], db=fresh)
+    fresh = built[0]
     q = "SELECT count(*), count(DISTINCT group_name), sum(CASE WHEN group_name = 'HIJACKED' THEN 1 END) FROM nvtx_range"
     with traceql.open(ws) as a, traceql.open(fresh) as b:
         got, want = a.con.execute(q).fetchone(), b.con.execute(q).fetchone()
@@ -354,7 +344,9 @@ def test_ingest_downloads_nothing(tmp_path, built):
 
 def _network_jail() -> list[str] | None:
     """`unshare -n strace ...`: a network namespace with no interface up, and every socket the
-    process tree opens logged; None where the machine cannot (not root, no strace)."""
+    process tree opens logged; None where the machine cannot (not root, no strace). With
+    --seccomp-bpf a process stops for strace at socket and connect only, not at each of its
+    system calls (2 CPU s less for the test; a socket(AF_INET) added to traceql is still caught)."""
     import subprocess
 
     if shutil.which("unshare") is None or shutil.which("strace") is None:
@@ -363,7 +355,7 @@ def _network_jail() -> list[str] | None:
         ok = subprocess.run(["unshare", "-n", "true"], capture_output=True, timeout=30).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return ["unshare", "-n", "--", "strace", "-f", "-qq", "-e", "trace=socket,connect"] if ok else None
+    return ["unshare", "-n", "--", "strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=socket,connect"] if ok else None
 
 
 def test_no_command_opens_a_network_socket(tmp_path, built):
