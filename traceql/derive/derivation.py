@@ -160,9 +160,9 @@ def _record_all(con, family: str) -> None:
 def record(con, trace_id: int, fams) -> None:
     """Families FAMS are built for trace TRACE_ID (create_record ran when the workspace was opened
     for writing: a record made only now would take every other trace for complete)."""
-    con.executemany(f"INSERT INTO {BUILT} SELECT ?, ? WHERE NOT EXISTS "
-                    f"(SELECT 1 FROM {BUILT} WHERE trace_id = ? AND family = ?)",
-                    [[trace_id, f, trace_id, f] for f in fams])
+    con.execute(f"INSERT INTO {BUILT} SELECT DISTINCT $id, f FROM unnest($fams::VARCHAR[]) AS t(f) "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {BUILT} b WHERE b.trace_id = $id AND b.family = f)",
+                {"id": trace_id, "fams": sorted(fams)})  # (one statement: executemany committed each row)
 
 
 def forget(con, trace_id: int) -> None:

@@ -40,6 +40,7 @@ def load_sqlite_scanner(con: duckdb.DuckDBPyConnection, fresh: bool = False) -> 
     setting is turned off before the connection runs any other statement."""
     if os.environ.get("TRACEQL_READER", "").lower() == "sqlite3":
         return "TRACEQL_READER=sqlite3"
+    con = getattr(con, "untimed", con)  # (TRACEQL_TIMING wraps the connection: no check it would not run)
     try:
         if con in _LOADED:
             return None

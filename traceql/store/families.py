@@ -107,9 +107,9 @@ def build_families(con: duckdb.DuckDBPyConnection, wanted) -> dict[int, list[str
 
                 rows += [(trace_id, k, v, sv, d) for k, v, sv, d in plugin_stats()]
             if rows:  # a key recorded before (the family's rows were there, derived_family did not say so)
-                con.executemany("DELETE FROM ingest_stats WHERE trace_id = ? AND key = ?",
-                                sorted({(trace_id, r[1]) for r in rows}))
-                con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)", rows)
+                con.execute("DELETE FROM ingest_stats WHERE trace_id = ? AND list_contains(?::VARCHAR[], key)",
+                            [trace_id, sorted({r[1] for r in rows})])
+                add_stats(con, rows)
             stored.store(con, trace_id, families=have + new, only_new=new)
             derivation.record(con, trace_id, new)
             built[trace_id] = new
@@ -131,6 +131,17 @@ def _forget_rows(con: duckdb.DuckDBPyConnection, trace_id: int, families) -> Non
                     f"SELECT EXISTS (SELECT 1 FROM {derivation.RANGE_SOURCE} WHERE trace_id = ?)", [trace_id]).fetchone()[0]:
                 continue  # the ranges were nested already and their source rows dropped: nvtx_range holds them
             con.execute(f'DELETE FROM "{step.table}" WHERE trace_id = ?', [trace_id])
+
+
+def add_stats(con: duckdb.DuckDBPyConnection, rows) -> None:
+    """Append ROWS, (trace_id, key, value, severity, detail) tuples, to ingest_stats in one statement:
+    executemany ran one INSERT, and in a workspace one commit, per row (a small ingest writes some
+    ten rows: 0.02-0.04 CPU s)."""
+    rows = list(rows)
+    if rows:
+        con.execute("INSERT INTO ingest_stats SELECT unnest(?::INTEGER[]), unnest(?::VARCHAR[]), "
+                    "unnest(?::BIGINT[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[])",
+                    [list(column) for column in zip(*rows)])
 
 
 def free_staging(con: duckdb.DuckDBPyConnection, *temp_tables: str) -> None:

@@ -27,7 +27,7 @@ from traceql.derive import callstacks, derivation
 from traceql.sources.vendor import api_words
 from traceql.store import contract, stored
 from traceql.store.remove import check_tables
-from traceql.store.families import derive, drop_temp_objects, free_staging, ingest_families
+from traceql.store.families import add_stats, derive, drop_temp_objects, free_staging, ingest_families
 
 if TYPE_CHECKING:  # the readers and the PyTorch formulas are imported where they run: a family build
     # (a workspace's first query of a deferred family) needs none of them (0.18 CPU s of imports)
@@ -270,60 +270,91 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
     con.execute(read_schema("derive/device_seen.sql"))
     con.execute("INSERT INTO device BY NAME SELECT * FROM derived_device_seen WHERE trace_id = ?", [trace_id])
 
+    present = _present(con)
     step("graphs")  # CUDA graph executions and lifecycle events with their API calls (schemas/derive/graph.sql)
     con.execute("SET VARIABLE trace_id = ?", [trace_id])
-    con.execute(read_schema("derive/graph.sql"))
-    for table in ("graph_exec", "graph_event"):
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
+    _derive_present(con, "derive/graph.sql", ("graph_exec", "graph_event"), present)
 
     step("host")  # synchronizations with their API calls, OS runtime calls, profiler overhead, GPU metrics
-    con.execute(read_schema("derive/host.sql"))
-    for table in HOST_TABLES:
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
+    _derive_present(con, "derive/host.sql", HOST_TABLES, present)
 
     step("call_stack")  # recorded call stacks: CUDA backtraces, PyTorch profiler Python stacks (traceql.derive.callstacks)
-    callstacks.fill(con, trace_id)
+    if "src_call_stack" in present:
+        callstacks.fill(con, trace_id)
 
+    ranges = "src_nvtx_event" in present
     step("nvtx_mark")
-    con.execute(
-        "INSERT INTO nvtx_mark BY NAME "
-        "SELECT ?::INTEGER AS trace_id, row_number() OVER (ORDER BY ts, src_row) - 1 AS mark_id, "
-        "       pid, tid, ts, name, domain, color, category "
-        "FROM src_nvtx_event WHERE kind = 'mark'", [trace_id])
+    if ranges:
+        con.execute(
+            "INSERT INTO nvtx_mark BY NAME "
+            "SELECT ?::INTEGER AS trace_id, row_number() OVER (ORDER BY ts, src_row) - 1 AS mark_id, "
+            "       pid, tid, ts, name, domain, color, category "
+            "FROM src_nvtx_event WHERE kind = 'mark'", [trace_id])
 
     step("nvtx_range")
     # Range ids in (start, end descending) order: sort the narrow keys, then join the wide rows
     # back; sorting the rows with their name strings costs three times as much. The ranges wait
     # in nvtx_range_source, nested into nvtx_range by the family 'nesting' (schemas/derive/graph.csv).
-    con.execute(
-        "CREATE TABLE raw.nvtx_ids AS "
-        "SELECT src_row, row_number() OVER (ORDER BY ts, end_ts DESC NULLS FIRST, src_row) - 1 AS range_id "
-        "FROM src_nvtx_event WHERE kind = 'range'")
+    if ranges:
+        con.execute(
+            "CREATE TABLE raw.nvtx_ids AS "
+            "SELECT src_row, row_number() OVER (ORDER BY ts, end_ts DESC NULLS FIRST, src_row) - 1 AS range_id "
+            "FROM src_nvtx_event WHERE kind = 'range'")
     # allocations and frees, placed in ranges once nvtx_range holds them (schemas/derive/memory_event.sql)
-    con.execute("CREATE OR REPLACE TEMP TABLE memory_stage AS SELECT * FROM src_memory_event")
+    memory = "src_memory_event" in present
+    if memory:
+        con.execute("CREATE OR REPLACE TEMP TABLE memory_stage AS SELECT * FROM src_memory_event")
     # Nested now when asked for, or when memory events are to be placed in the ranges. Then the
     # ranges are staged in a temporary table of the same name, which the nesting reads (DuckDB
     # looks a name up in temp first) and empties: a table of the workspace would write them to disk
     # (3 CPU s more for 3 M ranges), only to delete them.
-    nest = derivation.nesting() in families or con.execute("SELECT EXISTS (SELECT 1 FROM memory_stage)").fetchone()[0]
+    nest = derivation.nesting() in families or memory
     source = derivation.RANGE_SOURCE
     if nest:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {source} AS SELECT * FROM {source} LIMIT 0")
-    con.execute(
-        f"INSERT INTO {'temp.main.' if nest else ''}{source} BY NAME "
-        "SELECT ?::INTEGER AS trace_id, i.range_id, e.* EXCLUDE (src_row, kind) "
-        "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row", [trace_id])
+    if ranges:
+        con.execute(
+            f"INSERT INTO {'temp.main.' if nest else ''}{source} BY NAME "
+            "SELECT ?::INTEGER AS trace_id, i.range_id, e.* EXCLUDE (src_row, kind) "
+            "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row", [trace_id])
     free_staging(con)  # every source table has been read: memory for the rest
     if nest:
         derive(con, trace_id, step, {derivation.nesting()})
         con.execute(f"DROP TABLE temp.main.{source}")
 
     step("memory_event")
-    con.execute("SET VARIABLE trace_id = ?", [trace_id])
-    con.execute(read_schema("derive/memory_event.sql"))
-    con.execute("INSERT INTO memory_event BY NAME SELECT * FROM derived_memory_event")
-    free_staging(con, "memory_stage")
+    if memory:
+        con.execute("SET VARIABLE trace_id = ?", [trace_id])
+        con.execute(read_schema("derive/memory_event.sql"))
+        con.execute("INSERT INTO memory_event BY NAME SELECT * FROM derived_memory_event")
+        free_staging(con, "memory_stage")
     return nest
+
+
+# Adapter views that many exports leave empty (no CUDA graphs, OS runtime calls, GPU metrics, call
+# stacks, NVTX, memory events). _fill asks once which hold a row, and skips the steps that read
+# only empty ones: each is a view and an INSERT of 3-10 ms however few rows they move, about a
+# fifth of a small export's ingest, where one question costs one statement.
+OPTIONAL_SOURCES = ("src_graph_exec", "src_graph_event", "src_sync_event", "src_osrt_call", "src_profiler_overhead",
+                    "src_gpu_metric", "src_call_stack", "src_nvtx_event", "src_memory_event")
+
+
+def _present(con) -> set[str]:
+    """The views of OPTIONAL_SOURCES that hold a row (a UNION ALL: DuckDB plans a row of EXISTS
+    subqueries three times as slowly)."""
+    return {name for (name,) in con.execute(" UNION ALL ".join(
+        f"SELECT '{v}' FROM (SELECT 1 FROM {v} LIMIT 1)" for v in OPTIONAL_SOURCES)).fetchall()}
+
+
+def _derive_present(con, sql_file: str, tables, present: set[str]) -> None:
+    """Fill TABLES from the views derived_<table> of SQL_FILE, each read from the adapter view
+    src_<table>, whose rows it keeps (no more, no fewer): those whose source holds no row are
+    left empty, and the file is not even run when none does."""
+    todo = [t for t in tables if f"src_{t}" in present]
+    if todo:
+        con.execute(read_schema(sql_file))
+    for table in todo:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
 
 
 def _count_rows(con, trace_id: int, result: IngestResult) -> None:
@@ -371,8 +402,7 @@ def _add_stats(con, trace_id: int, det: Detected, report, result: IngestResult, 
     rows += con.execute("SELECT key, value, severity, detail FROM derived_stats WHERE trace_id = ? "
                         "AND NOT list_contains(?::VARCHAR[], key)",
                         [trace_id, sorted(derivation.stat_keys(later))]).fetchall()
-    con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)",
-                    [(trace_id, k, v, s, d) for k, v, s, d in rows])
+    add_stats(con, [(trace_id, k, v, s, d) for k, v, s, d in rows])
     from traceql.store.ingest_warnings import warning_text
 
     c = result.counts  # (_count_rows)

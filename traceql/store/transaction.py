@@ -28,6 +28,7 @@ class _TimedConnection:
 
     def __init__(self, con):
         self._con = con
+        self.untimed = con  # what traceql.sources.reader remembers the sqlite extension loaded on
 
     def execute(self, sql, *args):
         statements = self._con.extract_statements(sql) if not args else []

@@ -35,7 +35,7 @@ from traceql.sources import ranks
 from traceql.sources.detect import detect
 from traceql.core.errors import WorkspaceError
 from traceql.sources.digest import sha256
-from traceql.store.families import DERIVED_TABLES, derive, drop_temp_objects
+from traceql.store.families import DERIVED_TABLES, add_stats, derive, drop_temp_objects
 from traceql.store.load import errors_of, existing_objects, ingest_one
 from traceql.store.transaction import check_writable, writing_copy
 from traceql.store.lock import workspace_lock
@@ -209,4 +209,4 @@ def _reidentify(con: duckdb.DuckDBPyConnection, trace_id: int) -> None:
     keys = [key for name in ranks.FIELDS for key in (f"trace.{name}", f"{name}.file_name_differs", f"{name}.ambiguous")]
     con.execute("DELETE FROM ingest_stats WHERE trace_id = ? AND list_contains(?, key)", [trace_id, keys])
     if ident.stats:  # none for a trace whose file name and contents say nothing of its rank
-        con.executemany("INSERT INTO ingest_stats VALUES (?, ?, ?, ?, ?)", [(trace_id, *row) for row in ident.stats])
+        add_stats(con, [(trace_id, *row) for row in ident.stats])
