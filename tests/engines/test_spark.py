@@ -35,16 +35,41 @@ REAL = ["cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"] + [
 GENERATED = {1: 900, 2: 700}  # gen_torch seed -> kernels
 
 
+# For these tests only, Spark evaluates expressions interpreted instead of compiling Java for
+# them: Janino compiles the code Spark generates for each new query shape (whole stages, and
+# projections, predicates, orderings), and on traces this small the compiling is most of what a
+# query costs the JVM (test_analyze_equal_duckdb 55 -> 25 JVM CPU s). spark.sql.codegen.factoryMode
+# is Spark's own switch for its tests; both paths give the same rows. traceql's sessions keep
+# Spark's code generation (it pays on a big export), and test_cli_end_to_end runs with it, so the
+# rows of that path are compared with DuckDB's too.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+CODEGEN = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}  # Spark's defaults
+
+
 @pytest.fixture(scope="module")
 def session():
-    """local[2], as CI has 2 cores, with the settings traceql gives a local session."""
+    """local[2], as CI has 2 cores, with the settings traceql gives a local session (and
+    INTERPRETED)."""
     spark, _ = spark_engine.make_session("local[2]", {"spark.sql.shuffle.partitions": "2"})
     options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
     assert options.endswith(f"log4j2-traceql.properties {spark_engine.LOCAL_JVM_OPTIONS}")
     assert spark.sparkContext.getConf().get("spark.driver.memory") == spark_engine.LOCAL_DRIVER_MEMORY
     assert spark.conf.get("spark.sql.adaptive.enabled") == "false"  # LOCAL_ADAPTIVE
+    assert {key: spark.conf.get(key) for key in CODEGEN} == CODEGEN  # what traceql's sessions run with
+    for key, value in INTERPRETED.items():
+        spark.conf.set(key, value)
     yield spark
     spark.stop()
+
+
+@pytest.fixture
+def codegen(session):
+    """The session with Spark's code generation, as traceql's own sessions run, for one test."""
+    for key, value in CODEGEN.items():
+        session.conf.set(key, value)
+    yield session
+    for key, value in INTERPRETED.items():
+        session.conf.set(key, value)
 
 
 @pytest.fixture(scope="module")
@@ -218,10 +243,12 @@ def run(capsys, monkeypatch):
     return invoke
 
 
-def test_cli_end_to_end(job, session, run):
+def test_cli_end_to_end(job, codegen, run):
     """export --partition-by trace, then report --engine spark with --db a file:// URL, as a user
     types them (the summary's text: test_summary_equal_duckdb has its rows); the running session
-    of this process is used and left running."""
+    of this process is used and left running. Spark compiles the query's code here, as in
+    traceql's own sessions (the other tests: INTERPRETED)."""
+    session = codegen
     db, _, _, _ = job
     out = job[1].parent / "cli-export"
     code, text, _ = run("--db", db, "export", "--format", "parquet", "--partition-by", "trace", "-o", out)
