@@ -108,9 +108,10 @@ def test_schema_prints_descriptions():
 
 
 def test_start_up_loads_only_what_the_command_needs(tmp_path):
-    # a report (or `import traceql`) does not load the ingest machinery, sqlglot,
-    # pyarrow.compute, rich (progress bars), json or the summary's layout; the commands that need
-    # them import them, and traceql.ingest stays the function whichever is imported first
+    # a report (or `import traceql`) does not load the ingest machinery, sqlglot, pyarrow
+    # (a report's rows are read as Python rows: core.results.RowTable), rich (progress bars),
+    # json or the summary's layout; the commands that need them import them, and traceql.ingest
+    # stays the function whichever is imported first
     probe = """
 import sys
 import traceql.cli
@@ -118,13 +119,15 @@ from traceql.cli import main
 heavy = ("traceql.store.ingest", "traceql.sources.adapters", "traceql.derive.pytorch", "traceql.query.where", "traceql.query.sqlcheck",
          "sqlglot", "pyarrow.compute", "sqlite3", "traceql.cli.analysis_cmds", "traceql.cli.export_cmd",
          "traceql.cli.mcp_cmd", "traceql.cli.sql_cmds", "traceql.cli.workspace_cmds", "rich", "json",
-         "traceql.outputs.summary_text")
+         "traceql.outputs.summary_text", "pyarrow")
 print(sorted(m for m in heavy if m in sys.modules))
-sys.argv = ["traceql", "--db", sys.argv[1], "report", "--by", "kernel", "--format", "csv"]
-try:
-    main()
-except SystemExit:
-    pass
+db = sys.argv[1]
+for fmt in ("csv", "table"):
+    sys.argv = ["traceql", "--db", db, "report", "--by", "kernel", "--format", fmt]
+    try:
+        main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
 print(sorted(m for m in heavy if m in sys.modules))
 from traceql.sources.adapters import raw_ddl
 import traceql

@@ -97,7 +97,7 @@ def report(ctx, file, by, trace_id, per_trace, where, sort, limit, columns, fmt,
     with ws:
         table = ws.report(by, trace_id=trace_id, per_trace=per_trace, where=where, sort=sort, limit=limit,
                           columns=columns, recompute=recompute, range=list(range_names) or None,
-                          range_match=list(range_words) or None, **params)
+                          range_match=list(range_words) or None, rows=fmt != "parquet", **params)
         note = empty_note(ws, by, trace_id) if table.num_rows == 0 else None
         pooled = None if by in ONE_ROW_PER_TRACE else pooling_warning(ws, trace_id, per_trace)
     if note:

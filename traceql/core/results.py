@@ -9,7 +9,9 @@ durations stays below 2^63 for 292 years of GPU time); a column with a value bey
 its exact decimal128(38, 0) type (JSON output writes such values as exact integers).
 
 Rows is a result read as Python rows instead, for `traceql sql` printing columns of plain types:
-it spares the command importing pyarrow (0.05 s of a 0.3 s command).
+it spares the command importing pyarrow (0.05 s of a 0.3 s command). RowTable is one read whole,
+for the reports the CLI prints (traceql.query.reports.run_report(rows=True)): the few operations
+of a pyarrow.Table they use (select, slice, num_rows), on Python rows.
 """
 
 from __future__ import annotations
@@ -36,12 +38,11 @@ def is_plain(duckdb_type: str) -> bool:
 
 class Field:
     """A column of a Rows result: its name and DuckDB type (a str); what pyarrow's field gives
-    the printing code (traceql.outputs.cells.is_number)."""
+    the printing code (traceql.outputs.cells.is_number). metadata: as a pyarrow field's
+    (traceql.outputs.cells.RIGHT for a text column of numbers)."""
 
-    metadata = None
-
-    def __init__(self, name: str, duckdb_type: str):
-        self.name, self.type = name, duckdb_type
+    def __init__(self, name: str, duckdb_type: str, metadata: dict | None = None):
+        self.name, self.type, self.metadata = name, duckdb_type, metadata
 
 
 class Schema(list):
@@ -50,6 +51,9 @@ class Schema(list):
     @property
     def names(self) -> list[str]:
         return [f.name for f in self]
+
+    def empty_table(self) -> Chunk:
+        return Chunk(self, [])
 
 
 class Column:
@@ -66,10 +70,18 @@ class Chunk:
     """Up to a chunk's worth of rows, as a pyarrow.Table of them is read for printing."""
 
     def __init__(self, schema: Schema, rows: list[tuple]):
-        self.schema, self.num_rows = schema, len(rows)
-        self.column_names = schema.names
         cols = list(zip(*rows)) if rows else [() for _ in schema]
-        self.columns = [Column(f.type, list(values)) for f, values in zip(schema, cols)]
+        self._set(schema, [Column(f.type, list(values)) for f, values in zip(schema, cols)], len(rows))
+
+    @classmethod
+    def of_columns(cls, schema: Schema, columns: list[Column]) -> Chunk:
+        chunk = cls.__new__(cls)
+        chunk._set(schema, columns, len(columns[0].to_pylist()) if columns else 0)
+        return chunk
+
+    def _set(self, schema: Schema, columns: list[Column], num_rows: int) -> None:
+        self.schema, self.columns, self.num_rows = schema, columns, num_rows
+        self.column_names = schema.names
 
 
 class Rows:
@@ -80,8 +92,7 @@ class Rows:
 
     def __init__(self, result, on_error=None):
         self._result, self._on_error = result, on_error
-        names = unique_names([d[0] for d in result.description])
-        self.schema = Schema(Field(n, str(d[1])) for n, d in zip(names, result.description))
+        self.schema = schema_of_result(result)
 
     @staticmethod
     def plain(result) -> bool:
@@ -99,6 +110,52 @@ class Rows:
             if not rows:
                 return
             yield Chunk(self.schema, rows)
+
+
+class RowTable:
+    """A DuckDB result whose columns are all of PLAIN_TYPES, read whole as Python rows: what
+    the reports the CLI prints need of a pyarrow.Table (schema, column_names, num_rows,
+    select, slice) and chunks(size) for printing. of(result): one, or None when a column is
+    not of a plain type (the caller then reads the result as Arrow)."""
+
+    def __init__(self, schema: Schema, rows: list[tuple]):
+        self.schema, self._rows = schema, rows
+        self.column_names = schema.names
+        self.num_rows = len(rows)
+
+    @classmethod
+    def of(cls, result) -> RowTable | None:
+        if not Rows.plain(result):
+            return None
+        return cls(schema_of_result(result), result.fetchall())
+
+    def select(self, names: list[str]) -> RowTable:
+        at = [self.column_names.index(n) for n in names]
+        return RowTable(Schema(self.schema[i] for i in at), [tuple(row[i] for i in at) for row in self._rows])
+
+    def slice(self, offset: int, length: int | None = None) -> RowTable:
+        end = None if length is None else offset + length
+        return RowTable(self.schema, self._rows[offset:end])
+
+    def chunks(self, size: int):
+        for start in range(0, self.num_rows, size):
+            yield Chunk(self.schema, self._rows[start:start + size])
+
+
+def read_whole(result, rows: bool = False):
+    """A DuckDB result read whole: a RowTable when ROWS and its columns are of plain types,
+    else an Arrow table (always for a result without DuckDB's column types: Spark's)."""
+    if rows and hasattr(result, "description"):
+        table = RowTable.of(result)
+        if table is not None:
+            return table
+    return result.to_arrow_table()
+
+
+def schema_of_result(result) -> Schema:
+    """The fields of a DuckDB result, their names made unique as tidy() makes them."""
+    names = unique_names([d[0] for d in result.description])
+    return Schema(Field(n, str(d[1])) for n, d in zip(names, result.description))
 
 
 def unique_names(names: list[str]) -> list[str]:

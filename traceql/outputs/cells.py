@@ -49,6 +49,9 @@ def _is_text(t) -> bool:
 
 
 def is_number(field) -> bool:
+    """Whether a column prints right-justified: numbers, and text columns of numbers (RIGHT)."""
+    if (field.metadata or {}).get(b"align") == b"right":
+        return True
     t = field.type
     if isinstance(t, str):  # a DuckDB type (traceql.core.results.Rows)
         from traceql.core.results import NUMBER_TYPES
@@ -56,8 +59,7 @@ def is_number(field) -> bool:
         return t in NUMBER_TYPES or t.startswith("DECIMAL(")
     import pyarrow as pa
 
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-            or (field.metadata or {}).get(b"align") == b"right")
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
 def text_width(text: str) -> int:

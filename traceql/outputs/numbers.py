@@ -100,41 +100,67 @@ def humanize(table, unit: str | None = None, labels: dict | None = None):
     '1.05 MB', flops and *_flops as '1.93 TFLOP' (csv and json keep the exact counts);
     percentages (pct, *_pct) to two decimals; other fractional numbers to three significant
     digits; counts with thousands separators; headers from labels where given, else the
-    column's name in words ('cpu total', 'avg ms': no underscores in tables for people)."""
-    import pyarrow as pa
-
+    column's name in words ('cpu total', 'avg ms': no underscores in tables for people).
+    table: a pyarrow Table, or a chunk of traceql.core.results rows (the same kind back)."""
     labels = labels or {}
-    fields, columns = [], []
+    headers, columns = [], []  # columns: a list of texts for a column made readable, else the column
     for name, col in zip(table.column_names, table.columns):
         header = labels.get(name)
         if header is None and "_" in name and not name.endswith("_ns"):  # 'cpu total', not 'cpu_total'
             header = name.replace("_", " ")
-        kind = col.type
-        number = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
+        kind = _kind(col.type)
+        number = kind != "other"
+        text = None
         if name.endswith("_ns") and number:
             values = col.to_pylist()
             if unit is None:
-                col, shown = pa.array([None if v is None else human_ns(v) for v in values], pa.string()), name[:-3]
+                text, shown = [None if v is None else human_ns(v) for v in values], name[:-3]
             else:
-                col, shown = pa.array([in_unit(v, unit) for v in values], pa.string()), f"{name[:-3]} {unit}"
-            shown = shown.replace("_", " ")
-            fields.append(pa.field(header or shown, pa.string(), metadata=RIGHT))
+                text, shown = [in_unit(v, unit) for v in values], f"{name[:-3]} {unit}"
+            header = header or shown.replace("_", " ")
         elif (name == "bytes" or name.endswith("_bytes")) and number:
-            col = pa.array([None if v is None else human_bytes(v) for v in col.to_pylist()], pa.string())
-            fields.append(pa.field(header or name, pa.string(), metadata=RIGHT))
+            text = [None if v is None else human_bytes(v) for v in col.to_pylist()]
         elif (name == "flops" or name.endswith("_flops")) and number:
-            col = pa.array([None if v is None else human_flops(v) for v in col.to_pylist()], pa.string())
-            fields.append(pa.field(header or name, pa.string(), metadata=RIGHT))
-        elif (name == "pct" or name.endswith("_pct")) and pa.types.is_floating(kind):
-            col = pa.array([None if v is None else f"{v:.2f}" for v in col.to_pylist()], pa.string())
-            fields.append(pa.field(header or name, pa.string(), metadata=RIGHT))
-        elif pa.types.is_floating(kind) or (pa.types.is_decimal(kind) and kind.scale > 0):
-            col = pa.array([short_float(None if v is None else float(v)) for v in col.to_pylist()], pa.string())
-            fields.append(pa.field(header or name, pa.string(), metadata=RIGHT))
+            text = [None if v is None else human_flops(v) for v in col.to_pylist()]
+        elif (name == "pct" or name.endswith("_pct")) and kind == "floating":
+            text = [None if v is None else f"{v:.2f}" for v in col.to_pylist()]
+        elif kind in ("floating", "fraction"):
+            text = [short_float(None if v is None else float(v)) for v in col.to_pylist()]
         elif number and not ID_COLUMNS.search(name):
-            col = pa.array([None if v is None else f"{v:,}" for v in col.to_pylist()], pa.string())
-            fields.append(pa.field(header or name, pa.string(), metadata=RIGHT))
-        else:
-            fields.append(pa.field(header or name, col.type))
-        columns.append(col)
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+            text = [None if v is None else f"{v:,}" for v in col.to_pylist()]
+        headers.append(header or name)
+        columns.append(col if text is None else text)
+    from traceql.core.results import Chunk, Column, Field, Schema
+
+    if isinstance(table, Chunk):
+        fields = Schema(Field(h, c.type) if not isinstance(c, list) else Field(h, "VARCHAR", RIGHT)
+                        for h, c in zip(headers, columns))
+        return Chunk.of_columns(fields, [c if not isinstance(c, list) else Column("VARCHAR", c) for c in columns])
+    import pyarrow as pa
+
+    fields = [pa.field(h, c.type) if not isinstance(c, list) else pa.field(h, pa.string(), metadata=RIGHT)
+              for h, c in zip(headers, columns)]
+    return pa.Table.from_arrays([c if not isinstance(c, list) else pa.array(c, pa.string()) for c in columns],
+                                schema=pa.schema(fields))
+
+
+def _kind(t) -> str:
+    """A column type (pyarrow's, or a DuckDB type name) as humanize tells them apart: 'integer'
+    (decimals of scale 0 too), 'floating', 'fraction' (decimals with a scale) or 'other'."""
+    if isinstance(t, str):  # a DuckDB type (traceql.core.results)
+        from traceql.core.results import NUMBER_TYPES
+
+        if t in ("FLOAT", "DOUBLE"):
+            return "floating"
+        if t in NUMBER_TYPES:
+            return "integer"
+        if t.startswith("DECIMAL("):
+            return "fraction" if not t.rstrip(")").endswith(",0") else "integer"
+        return "other"
+    import pyarrow as pa
+
+    if pa.types.is_floating(t):
+        return "floating"
+    if pa.types.is_decimal(t):
+        return "fraction" if t.scale > 0 else "integer"
+    return "integer" if pa.types.is_integer(t) else "other"

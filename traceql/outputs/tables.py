@@ -267,9 +267,9 @@ def _share(room: int, least: dict[int, int], natural: dict[int, int]) -> dict[in
 def chunks(data, size: int = CHUNK):
     """pa.Tables of at most `size` rows from a Table or a RecordBatchReader; from a
     traceql.core.results.Rows, its chunks of rows (read as a pa.Table is)."""
-    from traceql.core.results import Rows
+    from traceql.core.results import Rows, RowTable
 
-    if isinstance(data, Rows):
+    if isinstance(data, (Rows, RowTable)):
         yield from data.chunks(size)
         return
     import pyarrow as pa

@@ -22,6 +22,7 @@ import duckdb
 
 from traceql.query import library, registry
 from traceql.core.faults import is_interrupt
+from traceql.core.results import read_whole
 from traceql.core.resources import read_schema
 
 # The reports stored at ingest: those whose input grows with the trace (the registry's 'stored').
@@ -197,11 +198,11 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
-         limit: int | None = None) -> "pa.Table | None":
+         limit: int | None = None, rows: bool = False) -> "pa.Table | None":
     """Report BY with these bound parameters from its stored rows, or None when they cannot
     answer it: other parameters than the defaults, several traces without per_trace, a trace
     ingested before reports were stored, or a report too large to store. limit: only the
-    first rows of each trace (in the report's order)."""
+    first rows of each trace (in the report's order). rows: as traceql.core.results.read_whole."""
     if by not in STORED or q.origin is not None:
         return None
     if _scope_free(bound) != _scope_free(_default_bound(by, q)):
@@ -214,9 +215,9 @@ def load(con: duckdb.DuckDBPyConnection, by: str, q: library.Query, bound: dict,
             "WHERE ? IS NULL OR t.trace_id = ?", [by, fp, bound.get("trace_id"), bound.get("trace_id")]).fetchone()
         if not ids or found != len(ids) or (len(ids) > 1 and not bound.get("per_trace")):
             return None
-        return con.execute(
+        return read_whole(con.execute(
             f"SELECT * EXCLUDE (row_no) FROM {_table(by, fp)} WHERE list_contains(?, trace_id) "
             "AND (?::BIGINT IS NULL OR row_no < ?::BIGINT) ORDER BY trace_id, row_no",
-            [ids, limit, limit]).to_arrow_table()
+            [ids, limit, limit]), rows)
     except duckdb.CatalogException:  # a workspace from before stored reports, or rows someone dropped
         return None

@@ -422,7 +422,7 @@ class WorkspaceFile:
         self.check_trace(trace_id)
         return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
 
-    def stored_report(self, by: str, q, bound: dict, limit: int | None = None) -> pa.Table | None:
+    def stored_report(self, by: str, q, bound: dict, limit: int | None = None, rows: bool = False) -> pa.Table | None:
         """The rows ingest stored for report BY with these bound parameters, when they answer it
         (traceql.store.stored); None otherwise. reports.run_report asks its workspace for them, so
         that the query layer needs nothing of the store.
@@ -433,7 +433,7 @@ class WorkspaceFile:
         from traceql.store import stored
 
         self.ensure(q.sql)
-        return stored.load(self.con, by, q, bound, limit=limit)
+        return stored.load(self.con, by, q, bound, limit=limit, rows=rows)
 
     def traces(self) -> pa.Table:
         return self.sql("SELECT * FROM trace ORDER BY trace_id")
