@@ -742,7 +742,8 @@ def run_sql_variant(index: int, seed: int, work: Path, base_db: Path, mode: str 
     write = rng.random() < 0.2
     dialect = "sqlite" if family == "table_function" and rng.random() < 0.1 else None
     out = Outcome(index, "base workspace", f"sql:{family}", ("--write " if write else "") + text[:300])
-    before_ws, before = sha256(db), _snapshot(folder)
+    before = _snapshot(folder)  # ws.duckdb's sha256 among the rest
+    before_ws = before["ws.duckdb"]
     started = time.perf_counter()
     if mode == "cli":
         args = [sys.executable, "-m", "traceql", "--db", str(db), "sql", "--format", "csv"]
@@ -776,7 +777,7 @@ def run_sql_variant(index: int, seed: int, work: Path, base_db: Path, mode: str 
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k not in allowed)
     if changed:
         out.problems.append(f"files created or changed: {changed}")
-    if not write and sha256(db) != before_ws:
+    if not write and after.get("ws.duckdb") != before_ws:
         out.problems.append("workspace changed without --write")
     if code is not None and not write:  # with --write the SQL may drop what it likes
         try:
@@ -1509,7 +1510,8 @@ def run_mcp_variant(index: int, seed: int, ctx: WaveContext) -> Outcome:
               "folder": folder, "home": folder / "home"}
     name, args = mcp_arguments(rng, places)
     out = Outcome(index, "derived sources (eager)", f"mcp:{name or 'empty'}", json.dumps(args, default=str)[:300])
-    before_ws, before = sha256(db), _snapshot(folder)
+    before = _snapshot(folder)  # ws.duckdb's sha256 among the rest
+    before_ws = before["ws.duckdb"]
     _INTERNAL.local.seen = []
     started = time.perf_counter()
     try:
@@ -1539,7 +1541,7 @@ def run_mcp_variant(index: int, seed: int, ctx: WaveContext) -> Outcome:
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k != "ws.duckdb.lock")
     if changed:
         out.problems.append(f"files created or changed: {changed}")
-    if sha256(db) != before_ws:
+    if after.get("ws.duckdb") != before_ws:
         out.problems.append("workspace changed by a tool call")
     if out.problems:
         out.result = "FAIL"

@@ -497,22 +497,23 @@ def test_a_waiting_writer_takes_the_lock_file_there_now(tmp_path):
     path = tmp_path / "ws.duckdb.lock"
     first = open(path, "a+")
     fcntl.flock(first, fcntl.LOCK_EX)
-    got = threading.Event()
+    got, waiting = threading.Event(), threading.Event()
 
     def writer():
-        with workspace_lock(db, timeout=30):
+        with workspace_lock(db, timeout=30, on_wait=lambda message: waiting.set()):
             got.set()
 
     thread = threading.Thread(target=writer)
     thread.start()
     try:
-        time.sleep(0.3)
+        assert waiting.wait(30), "the second writer did not wait for the first"  # it holds the first file open
         assert not got.is_set()
         os.unlink(path)  # the first writer ends as traceql's do: file removed while still held ...
         third = open(path, "a+")  # ... and a third writer came meanwhile and holds a new one
         fcntl.flock(third, fcntl.LOCK_EX)
         first.close()
-        assert not got.wait(1.0), "the waiting writer took the removed file for the lock"
+        # the waiting writer tries the lock every 0.05 s: 10 tries
+        assert not got.wait(0.5), "the waiting writer took the removed file for the lock"
         os.unlink(path)
         third.close()
         assert got.wait(10.0)
@@ -556,12 +557,12 @@ def test_lock_timeout_fails_cleanly_with_exit_5(tmp_path, workspace):
         now = cli("--db", str(workspace), "ingest", str(nsys_stub(tmp_path / "b.sqlite")),
                   env={"TRACEQL_LOCK_TIMEOUT": "0"})
         later = cli("--db", str(workspace), "ingest", str(tmp_path / "b.sqlite"),
-                    env={"TRACEQL_LOCK_TIMEOUT": "0.5"})
+                    env={"TRACEQL_LOCK_TIMEOUT": "0.2"})
     assert now.returncode == 5
     assert one_line(now) == (f"traceql: error: {workspace}: another traceql ingest (pid 31337) is writing this "
                              "workspace; try again when it ends (TRACEQL_LOCK_TIMEOUT sets how long to wait)")
     assert later.returncode == 5
-    assert "after waiting 0.5 s" in later.stderr.splitlines()[-1]
+    assert "after waiting 0.2 s" in later.stderr.splitlines()[-1]
     assert sha256(workspace) == before
     bad = cli("--db", str(workspace), "ingest", str(tmp_path / "b.sqlite"), env={"TRACEQL_LOCK_TIMEOUT": "soon"})
     assert bad.returncode == 2 and one_line(bad) == "traceql: error: TRACEQL_LOCK_TIMEOUT=soon: not a number of seconds"
