@@ -1042,7 +1042,7 @@ main()
 """
 
 
-def test_signal_that_duckdb_swallows_still_stops_the_ingest(tmp_path, two_exports):
+def test_signal_that_duckdb_swallows_still_stops_the_ingest(tmp_path, built):
     """DuckDB's Python client swallows an exception raised by Python code it runs inside a
     statement, the KeyboardInterrupt of a signal that arrives then included. The signal is
     remembered: the ingest stops before it renames anything into place (exit 130, the workspace
@@ -1054,7 +1054,7 @@ def test_signal_that_duckdb_swallows_still_stops_the_ingest(tmp_path, two_export
     shutil.copy(nsys_ws(tmp_path), db)
     before = sha256(db)
     proc = subprocess.run([sys.executable, "-c", _SIGNAL_IN_DUCKDB, "--db", str(db), "ingest", "-j", "1",
-                           *map(str, two_exports)], cwd=REPO, capture_output=True, text=True,
+                           str(built[1])], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
     assert "test: SIGTERM sent inside DuckDB" in proc.stderr, proc.stderr  # (the signal came where it should)
     assert proc.returncode == 130, proc.stderr
