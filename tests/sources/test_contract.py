@@ -120,3 +120,41 @@ def test_lazy_export_missing_tables_gives_empty_views(tmp_path):
         assert counts == {"kernel": 1, "api_call": 0, "memcpy": 0, "memset": 0, "nvtx_range": 0,
                           "nvtx_mark": 0, "gpu_op": 1}
         assert ws.sql("SELECT device_id, name FROM device").to_pylist() == [{"device_id": 0, "name": None}]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS + ("kineto/v1",))
+def test_each_adapter_view_is_made_once_and_without_callchains_the_defaults_stand_in(layout):
+    """A default adapter view that the format's own file creates again is left out (a statement
+    a small ingest spent for nothing): each view is created once per file, and the views are those
+    of the default and the own file together. An nsys export without CUDA_CALLCHAINS rows gets the
+    defaults' empty stack views, with the columns and types the nsys file's views have."""
+    import re
+
+    from traceql.core.resources import schema_exists
+
+    views = re.compile(r"^CREATE OR REPLACE TEMP VIEW (\w+)", re.M)
+    fmt, _, folder = layout.partition("/")
+    for name in ADAPTER_FILES:
+        made = views.findall(adapter_sql(layout, name))
+        assert len(made) == len(set(made)), (layout, name, made)
+        own = next((read_schema(r) for r in (f"{fmt}/{folder}/{name}.sql", f"{fmt}/common/{name}.sql")
+                    if schema_exists(r)), "")
+        default = read_schema(f"default/{name}.sql") if schema_exists(f"default/{name}.sql") else ""
+        assert set(made) == set(views.findall(default)) | set(views.findall(own))
+    if fmt != "nsys":
+        return
+    assert adapter_sql(layout, "stacks", {"CUDA_CALLCHAINS": 0}).strip() == read_schema("default/stacks.sql").strip()
+    assert adapter_sql(layout, "stacks", {}) == adapter_sql(layout, "stacks", {"CUDA_CALLCHAINS": 0})
+    assert "raw.nsys_chain" in adapter_sql(layout, "stacks", {"CUDA_CALLCHAINS": 3})
+    assert adapter_sql(layout, "stacks", {"CUDA_CALLCHAINS": 3}) == adapter_sql(layout, "stacks")
+    described = []
+    for rows in ({"CUDA_CALLCHAINS": 0}, {"CUDA_CALLCHAINS": 3}):
+        con = duckdb.connect()
+        con.execute("ATTACH ':memory:' AS raw")
+        con.execute("USE raw")
+        con.execute(raw_ddl(layout))
+        con.execute("USE memory")
+        con.execute(adapter_sql(layout, "stacks", rows))
+        described.append([con.execute(f"DESCRIBE {v}").fetchall() for v in ("src_call_stack", "src_api_stack")])
+        assert con.execute("SELECT count(*) FROM src_call_stack").fetchone()[0] == 0
+    assert described[0] == described[1]

@@ -131,11 +131,16 @@ def ordered(fams) -> list[str]:
 
 # -- the workspace's record ------------------------------------------------------------------
 
-def create_record(con, existing_built: bool = True) -> None:
+def create_record(con, existing_built: bool = True, new: bool = False) -> None:
     """The tables derived_family and nvtx_range_source, when the workspace on CON lacks them.
     existing_built: the traces it holds already were ingested before families existed, with every
     family built (no derived_family), or before the ranges waited in nvtx_range_source for the
-    family 'nesting' (no nvtx_range_source): with nvtx_range built."""
+    family 'nesting' (no nvtx_range_source): with nvtx_range built. new: the workspace was just
+    created (it holds neither table, nor any trace): nothing to ask or to record."""
+    if new:
+        con.execute(read_schema("derived_family.sql"))
+        con.execute(read_schema(f"{RANGE_SOURCE}.sql"))
+        return
     if not _has_table(con, BUILT):
         con.execute(read_schema("derived_family.sql"))
         if existing_built:

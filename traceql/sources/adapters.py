@@ -107,14 +107,22 @@ def raw_ddl(layout: str) -> str:
     return ddl
 
 
-def adapter_sql(layout: str, name: str) -> str:
+def adapter_sql(layout: str, name: str, rows: dict[str, int] | None = None) -> str:
     """The adapter file NAME of a layout: its folder's, else its format's common one; preceded by
-    schemas/default/NAME.sql when that exists (empty views for formats that lack the data)."""
+    schemas/default/NAME.sql when that exists (empty views for formats that lack the data).
+
+    rows: the rows staged of each source table (traceql.sources.stage_report.StageReport.rows). A
+    file that says `-- needs rows of: raw.TABLE, ...` makes views that are empty without a row in
+    one of them: when none holds one, the defaults' empty views stand in for it."""
     fmt, _, folder = layout.partition("/")
     default = read_schema(f"default/{name}.sql") + "\n" if schema_exists(f"default/{name}.sql") else ""
     for rel in (f"{fmt}/{folder}/{name}.sql", f"{fmt}/common/{name}.sql"):
         if folder and schema_exists(rel):
             own = read_schema(rel)
+            needs = _NEEDS.search(own)
+            if default and rows is not None and needs is not None and not any(
+                    rows.get(t.strip().removeprefix("raw.")) for t in needs.group(1).split(",")):
+                return default
             return _defaults_not_in(default, own) + own
     if default:
         return default
@@ -122,6 +130,7 @@ def adapter_sql(layout: str, name: str) -> str:
 
 
 _VIEW = re.compile(r"^CREATE OR REPLACE TEMP VIEW (\w+)", re.M)
+_NEEDS = re.compile(r"^-- needs rows of: (.+)$", re.M)
 
 
 def _defaults_not_in(default: str, own: str) -> str:

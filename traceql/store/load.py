@@ -97,7 +97,8 @@ def create_contract(con: duckdb.DuckDBPyConnection, db: Path | None = None) -> N
         for name in CONTRACT_VIEWS:  # made again: a view changed with sql --write would feed traceql's own SQL
             con.execute(re.sub(r"\bCREATE VIEW\b", "CREATE OR REPLACE VIEW", read_schema(f"contract/{name}.sql"),
                                count=1))
-        derivation.create_record(con)  # the traces of a workspace from before it hold every family
+        # the traces of a workspace from before it hold every family
+        derivation.create_record(con, new=not existing)
     except BaseException:
         with contextlib.suppress(duckdb.Error):  # (the error said why; an aborted transaction rolls back anyway)
             con.execute("ROLLBACK")
@@ -157,19 +158,20 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
     path = det.path.resolve()
     # No transaction: the whole ingest writes a temporary copy that replaces the workspace
     # only when every file succeeded.
-    row = None if assigned is not None else con.execute(
-        "SELECT trace_id FROM trace WHERE path = ?", [str(path)]).fetchone()
+    # (the trace of this path, and the next free id: one statement)
+    known, free = (None, None) if assigned is not None else con.execute(
+        "SELECT (SELECT min(trace_id) FROM trace WHERE path = ?), (SELECT coalesce(max(trace_id), 0) + 1 FROM trace)",
+        [str(path)]).fetchone()
     if assigned is not None:
         trace_id, replaced = assigned
-    elif row is not None:
-        trace_id, replaced = row[0], True
+    elif known is not None:
+        trace_id, replaced = known, True
         for table in TRACE_TABLES:
             con.execute(f"DELETE FROM {table} WHERE trace_id = ?", [trace_id])
         stored.delete_trace(con, trace_id)
         derivation.forget(con, trace_id)
     else:
-        trace_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM trace").fetchone()[0]
-        replaced = False
+        trace_id, replaced = free, False
     result = IngestResult(path, trace_id, replaced, det, warnings=list(det.warnings))
     progress.start(det.path.name)
     stage_total = [0]
@@ -207,7 +209,7 @@ def ingest_one(con: duckdb.DuckDBPyConnection, det: Detected, progress, user: di
                            source_names=det.source_names)
         prepare_adapters(con, det.layout)
         for name in ADAPTER_FILES:
-            con.execute(adapter_sql(det.layout, name))
+            con.execute(adapter_sql(det.layout, name, report.rows))
         # what needs the source tables, before _fill frees them
         source_stats = con.execute("SELECT key, value, severity, detail FROM src_stats").fetchall()
         utc = con.execute("SELECT min(utcEpochNs) FROM raw.TARGET_INFO_SESSION_START_TIME").fetchone()[0]
@@ -478,9 +480,12 @@ def check_workspace_limits(con, trace_ids) -> None:
     BIGINT, never a blank cell. The file named is the first of TRACE_IDS (in trace id order,
     after the traces already there) with which the sum reaches the limit."""
     new = set(trace_ids)
-    con.execute(read_schema("derive/time_limits.sql"))
-    rows = sorted(con.execute("SELECT trace_id, path, dur_sum, span FROM derived_workspace_limits").fetchall(),
-                  key=lambda r: (r[0] in new, r[0]))
+    try:  # the views check_time_limits made for the last file read here (4 statements less)
+        found = con.execute("SELECT trace_id, path, dur_sum, span FROM derived_workspace_limits").fetchall()
+    except duckdb.CatalogException:  # files read by workers only, or a connection without them
+        con.execute(read_schema("derive/time_limits.sql"))
+        found = con.execute("SELECT trace_id, path, dur_sum, span FROM derived_workspace_limits").fetchall()
+    rows = sorted(found, key=lambda r: (r[0] in new, r[0]))
     first_new = next((i for i, r in enumerate(rows) if r[0] in new), None)
     if first_new is None:
         return

@@ -8,6 +8,11 @@
 -- Stacks are numbered by their frames: calls made from the same place share one stack_id (nsys
 -- gives every backtrace its own callchain id). Frames are (symbol, module) as nsys resolved them:
 -- an unresolved frame's symbol is its address ('0x145b54429ce8').
+--
+-- Without callchains every view below is empty: an export recorded without --cudabacktrace gets the
+-- empty views of schemas/default/stacks.sql instead (traceql.sources.adapters.adapter_sql), not
+-- three statements that find nothing.
+-- needs rows of: raw.CUDA_CALLCHAINS
 
 -- every callchain: its frames outermost first, and a key that is the same for equal stacks
 CREATE OR REPLACE TABLE raw.nsys_chain AS
