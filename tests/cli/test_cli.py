@@ -143,6 +143,35 @@ print(callable(traceql.ingest), traceql.ingest.__name__, traceql.open.__name__)
     assert lines[-1] == "True ingest open"
 
 
+def test_reports_and_summary_of_several_traces_import_no_pyarrow(tmp_path):
+    # with two traces the report asks whether they are one job (query.jobs) and the summary
+    # splits them: neither imports pyarrow for it (core.results.dicts, RowTable); parquet does
+    probe = """
+import sys
+from traceql.cli import main
+db = sys.argv[1]
+for args in (["report", "--by", "kernel"], ["report", "--by", "api", "--format", "json"], ["summary"],
+             ["summary", "--format", "csv", "--per-trace"], ["report", "--by", "kernel", "--format", "parquet",
+                                                          "-o", sys.argv[2]]):
+    sys.argv = ["traceql", "--db", db, *args]
+    try:
+        main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+    print(args[0], args[-1], "pyarrow" in sys.modules, file=sys.stderr)
+"""
+    db = tmp_path / "ws.duckdb"
+    stubs = [str(nsys_stub(tmp_path / f"k{i}.sqlite")) for i in (1, 2)]
+    assert traceql("--db", str(db), "ingest", *stubs).returncode == 0
+    proc = subprocess.run([sys.executable, "-c", probe, str(db), str(tmp_path / "k.parquet")], capture_output=True,
+                          text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    said = [ln for ln in proc.stderr.splitlines() if ln.startswith(("report ", "summary "))]
+    assert said == ["report kernel False", "report json False", "summary summary False", "summary --per-trace False",
+                    f"report {tmp_path / 'k.parquet'} True"], proc.stderr
+    assert "k(int)" in proc.stdout
+
+
 def test_version_and_help_load_no_command_nor_output_module():
     # --version prints before click and the group are imported (no command module, no table renderer,
     # no schema file reader), the very line click's version option of the group prints; --help loads

@@ -1,7 +1,8 @@
 """Reports read as Python rows (run_report(rows=True), a traceql.core.results.RowTable, what the
 CLI prints so that it starts without pyarrow) print exactly as the same reports read as Arrow
 tables: every report, with the options that keep the Python rows and those that fall back to
-Arrow, in every text format, on real traces with PyTorch ops, memory events and several traces."""
+Arrow, in every text format, on real traces with PyTorch ops and several traces; the summary
+too."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import traceql
 from traceql.core.results import RowTable
 from traceql.outputs.numbers import humanize
 from traceql.outputs.render import render
+from traceql.outputs.summary_text import render_summary
 from traceql.query.registry import REPORTS
 from traceql.query.reports import report_query
 
@@ -76,3 +78,22 @@ def test_the_common_reports_are_read_as_rows(ws):
     for by in ("kernel", "api", "gpu", "range", "op", "kernel-op", "layer", "stream", "thread"):
         table = ws.report(by, rows=True)
         assert isinstance(table, RowTable) and table.num_rows > 0, by
+
+
+@pytest.mark.parametrize("options", [{}, {"per_trace": True}, {"limit": 3}, {"per_trace": True, "limit": 2},
+                                     {"trace_id": 2, "recompute": True}])
+def test_the_summary_read_as_rows_prints_as_from_arrow(ws, options):
+    arrow, rows = ws.summary(**options), ws.summary(rows=True, **options)
+    python_rows = not (options.get("per_trace") and "limit" in options)
+    for part in ("traces", "gpus", "rows"):
+        assert isinstance(getattr(arrow, part), pa.Table)
+        assert isinstance(getattr(rows, part), RowTable if python_rows else pa.Table), part
+        assert getattr(rows, part).to_pylist() == getattr(arrow, part).to_pylist(), part
+    assert arrow.rows.num_rows > 0
+    for fmt, unit in (("table", None), ("table", "ms"), ("csv", None), ("json", None), ("markdown", "us")):
+        printed = []
+        for result in (arrow, rows):
+            out = io.StringIO()
+            render_summary(result, fmt, out, unit=unit, width=100)
+            printed.append(out.getvalue())
+        assert printed[0] == printed[1], (fmt, unit)

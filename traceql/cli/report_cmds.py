@@ -143,7 +143,7 @@ def summary(obj: Context, file, trace_id, per_trace, limit, fmt, output, unit, r
     with ws:
         split = None if per_trace or trace_id is not None else split_note(ws)
         result = ws.summary(trace_id=trace_id, per_trace=per_trace or split is not None, limit=limit,
-                            recompute=recompute)
+                            recompute=recompute, rows=fmt != "parquet")
     if split:
         tell(split)
     from traceql.outputs.summary_text import render_summary  # (summary's alone: a report needs none of it)

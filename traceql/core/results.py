@@ -114,8 +114,9 @@ class Rows:
 
 class RowTable:
     """A DuckDB result whose columns are all of PLAIN_TYPES, read whole as Python rows: what
-    the reports the CLI prints need of a pyarrow.Table (schema, column_names, num_rows,
-    select, slice) and chunks(size) for printing. of(result): one, or None when a column is
+    the reports and the summary the CLI prints need of a pyarrow.Table (schema, column_names,
+    num_rows, select, slice, add_column, concat, sort_by, to_pylist) and chunks(size) for
+    printing. of(result): one, or None when a column is
     not of a plain type (the caller then reads the result as Arrow)."""
 
     def __init__(self, schema: Schema, rows: list[tuple]):
@@ -137,6 +138,25 @@ class RowTable:
         end = None if length is None else offset + length
         return RowTable(self.schema, self._rows[offset:end])
 
+    def add_column(self, i: int, name: str, duckdb_type: str, values: list) -> RowTable:
+        """A column NAME of these VALUES (one per row) inserted at position I."""
+        schema = Schema([*self.schema[:i], Field(name, duckdb_type), *self.schema[i:]])
+        return RowTable(schema, [(*row[:i], v, *row[i:]) for row, v in zip(self._rows, values)])
+
+    @staticmethod
+    def concat(tables: list[RowTable]) -> RowTable:
+        """The rows of TABLES (of the same columns) one after the other."""
+        return RowTable(tables[0].schema, [row for t in tables for row in t._rows])
+
+    def sort_by(self, name: str) -> RowTable:
+        """The rows in ascending order of column NAME (a stable sort: ties keep their order)."""
+        at = self.column_names.index(name)
+        return RowTable(self.schema, sorted(self._rows, key=lambda row: row[at]))
+
+    def to_pylist(self) -> list[dict]:
+        """A dict per row, as pyarrow's Table.to_pylist()."""
+        return [dict(zip(self.column_names, row)) for row in self._rows]
+
     def chunks(self, size: int):
         for start in range(0, self.num_rows, size):
             yield Chunk(self.schema, self._rows[start:start + size])
@@ -150,6 +170,12 @@ def read_whole(result, rows: bool = False):
         if table is not None:
             return table
     return result.to_arrow_table()
+
+
+def dicts(result) -> list[dict]:
+    """A DuckDB result (or Spark's) read whole as a dict per row, as pyarrow's to_pylist() gives
+    them; through pyarrow only when a column is not of a plain type."""
+    return read_whole(result, rows=True).to_pylist()
 
 
 def schema_of_result(result) -> Schema:

@@ -393,7 +393,9 @@ class SparkWorkspace:
         return run_report(self, by, trace_id=trace_id, **params)
 
     def summary(self, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None,
-                recompute: bool = False):
+                recompute: bool = False, rows: bool = False):
+        """What `traceql summary --engine spark` prints (see Workspace.summary; Arrow tables, rows
+        accepted as there)."""
         from traceql.query.reports import summary
 
         self.check_trace(trace_id)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from traceql.query import library
 from traceql.core.errors import UsageError
+from traceql.core.results import dicts
 
 
 @dataclass
@@ -34,7 +35,7 @@ def placements(ws, trace_ids: list[int], align: bool) -> list[Placement]:
     by id); with align, minus its clock's estimated skew where one was estimated. Raises
     UsageError for a trace that records no UTC offset (it cannot share an axis)."""
     q = library.get("clock")
-    rows = ws.execute(q.sql, library.bind(q, {"trace_id": None, "per_trace": False})).to_arrow_table().to_pylist()
+    rows = dicts(ws.execute(q.sql, library.bind(q, {"trace_id": None, "per_trace": False})))
     offsets = dict(ws.execute("SELECT trace_id, utc_offset_ns FROM trace").fetchall())
     wanted = set(trace_ids)
     out = []

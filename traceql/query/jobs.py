@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from traceql.query import library
+from traceql.core.results import dicts
 
 
 @dataclass
@@ -28,7 +29,7 @@ class Job:
 def jobs(ws, trace_ids: list[int] | None = None) -> list[Job]:
     """The jobs of the workspace's traces (or of those of trace_ids), in order of job id."""
     q = library.get("jobs")
-    rows = ws.execute(q.sql, library.bind(q, {"trace_id": None})).to_arrow_table().to_pylist()
+    rows = dicts(ws.execute(q.sql, library.bind(q, {"trace_id": None})))
     wanted = None if trace_ids is None else set(trace_ids)
     out: dict[int, Job] = {}
     for r in rows:

@@ -304,23 +304,44 @@ def summary_sql() -> str:
 
 
 def summary(ws, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None,
-            recompute: bool = False) -> Summary:
+            recompute: bool = False, rows: bool = False) -> Summary:
     """nvprof's overview: GPU activities and API calls; limit: rows per section (and trace);
-    recompute: as for run_report."""
+    recompute: as for run_report. rows: its tables as traceql.core.results.RowTable when each
+    can be (as run_report's rows), for printing them without pyarrow."""
+    from traceql.core.results import RowTable
+
+    keep = (["trace_id"] if per_trace else []) + SUMMARY_COLUMNS[1:]
+    parts = [(section, run_report(ws, by, trace_id=trace_id, per_trace=per_trace, limit=limit,
+                                  recompute=recompute, rows=rows and not (per_trace and limit is not None)).select(keep))
+             for section, by in SECTIONS]
+    header = None
+    if all(isinstance(t, RowTable) for _, t in parts):
+        header = [_internal_rows(ws, name, trace_id) for name in ("_internal/traces", "_internal/gpu_busy")]
+    if header is not None and all(t is not None for t in header):
+        table = RowTable.concat([t.add_column(1 if per_trace else 0, "section", "VARCHAR", [section] * t.num_rows)
+                                 for section, t in parts])
+        if per_trace:  # each trace's sections together
+            table = table.sort_by("trace_id")
+        return Summary(header[0], header[1], table, per_trace)
+    if any(isinstance(t, RowTable) for _, t in parts):
+        return summary(ws, trace_id, per_trace, limit, recompute)
     import pyarrow as pa
 
-    parts = []
-    for section, by in SECTIONS:
-        table = run_report(ws, by, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
-        keep = (["trace_id"] if per_trace else []) + SUMMARY_COLUMNS[1:]
-        table = table.select(keep)
-        table = table.add_column(1 if per_trace else 0, "section", pa.array([section] * table.num_rows, pa.string()))
-        parts.append(table)
-    rows = pa.concat_tables(parts)
+    table = pa.concat_tables([t.add_column(1 if per_trace else 0, "section", pa.array([section] * t.num_rows, pa.string()))
+                              for section, t in parts])
     if per_trace:  # each trace's sections together
         import pyarrow.compute as pc
 
-        rows = rows.take(pc.sort_indices(rows, sort_keys=[("trace_id", "ascending")]))
+        table = table.take(pc.sort_indices(table, sort_keys=[("trace_id", "ascending")]))
     traces = ws.query("_internal/traces", trace_id=trace_id)
     gpus = ws.query("_internal/gpu_busy", trace_id=trace_id)
-    return Summary(traces, gpus, rows, per_trace)
+    return Summary(traces, gpus, table, per_trace)
+
+
+def _internal_rows(ws, name: str, trace_id: int | None):
+    """Built-in query NAME over trace_id as a traceql.core.results.RowTable; None when a column
+    is not of a plain type."""
+    from traceql.core.results import RowTable
+
+    q = library.get(name)
+    return RowTable.of(ws.execute(q.sql, library.bind(q, {"trace_id": trace_id})))

@@ -414,13 +414,14 @@ class WorkspaceFile:
         return run_report(self, by, trace_id=trace_id, **params)
 
     def summary(self, trace_id: int | None = None, per_trace: bool = False, limit: int | None = None,
-                recompute: bool = False):
+                recompute: bool = False, rows: bool = False):
         """What `traceql summary` prints: a reports.Summary (traces, gpus and rows, Arrow tables).
-        recompute: as for report()."""
+        recompute: as for report(). rows: traceql.core.results.RowTable tables instead when they
+        can be (reports.summary), for printing them."""
         from traceql.query.reports import summary
 
         self.check_trace(trace_id)
-        return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute)
+        return summary(self, trace_id=trace_id, per_trace=per_trace, limit=limit, recompute=recompute, rows=rows)
 
     def stored_report(self, by: str, q, bound: dict, limit: int | None = None, rows: bool = False) -> pa.Table | None:
         """The rows ingest stored for report BY with these bound parameters, when they answer it
