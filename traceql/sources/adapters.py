@@ -89,7 +89,8 @@ def prepare(con: duckdb.DuckDBPyConnection, layout: str) -> None:
     fmt = layout.split("/")[0]
     for table, data in data_tables(fmt):
         create_temp(con, table, data)
-    create_temp(con, "src_demangled", _demangled(con, fmt))
+    if schema_exists(f"{fmt}/demangle.sql"):  # (only its format's adapters read src_demangled: not nsys's)
+        create_temp(con, "src_demangled", _demangled(con, fmt))
 
 
 # Adapter views each layout provides, in the order they are created. A layout folder
