@@ -859,9 +859,10 @@ def _fault_command(kind: str, rng: random.Random, folder: Path, src: Path) -> tu
 
 
 def run_fault_variant(index: int, seed: int, work: Path, base_db: Path, srcs: list[Path],
-                      timeout: float = 300.0) -> Outcome:
-    import signal
-
+                      timeout: float = 300.0, served=None) -> Outcome:
+    """SERVED(argv, env, timeout) -> CompletedProcess, when given, runs a command that needs
+    neither a file size limit nor a signal instead of a new interpreter (the pytest subset
+    passes tests.util.cli, commands forked off a warm server)."""
     rng = random.Random(f"fault:{seed}:{index}")
     kind = FAULTS[index % len(FAULTS)]
     src = rng.choice(srcs)
@@ -958,21 +959,14 @@ def run_fault_variant(index: int, seed: int, work: Path, base_db: Path, srcs: li
     before_ws = sha256(real) if real.exists() else None
     before_mode = (real.stat().st_mode, real.stat().st_gid) if real.exists() else None
     started = time.perf_counter()
-    cmd = [sys.executable, "-m", "traceql", "--db", str(db), *args]
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                                env=env, preexec_fn=preexec)
-        if sigint_after is not None:
-            try:
-                proc.wait(timeout=sigint_after)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=timeout)
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        stdout, stderr = proc.communicate()
-        code = None
+    if served is not None and preexec is None and sigint_after is None:
+        try:
+            done = served(["--db", str(db), *args], env, timeout)
+            stdout, stderr, code = done.stdout, done.stderr, done.returncode
+        except subprocess.TimeoutExpired:
+            stdout, stderr, code = "", "", None
+    else:
+        code, stdout, stderr = _run_args(db, args, timeout, REPO, env=env, preexec=preexec, sigint_after=sigint_after)
     out.seconds = time.perf_counter() - started
     lines = stderr.strip().splitlines()
     out.message = (lines[-1] if lines else "")[:300]
@@ -1047,12 +1041,12 @@ def run_sql(n: int = 200, seed: int = 1, jobs: int = 2, mode: str = "cli", work:
 
 
 def run_faults(n: int = 100, seed: int = 1, jobs: int = 2, work: Path | None = None, max_bytes: int | None = 2_000_000,
-               verbose: bool = False, log=print) -> list[Outcome]:
+               verbose: bool = False, log=print, served=None) -> list[Outcome]:
     srcs = sources(max_bytes)
     if not srcs:
         raise SystemExit(f"no SQLite exports under {TRACES}")
-    return _run_family(lambda i, w, base: run_fault_variant(i, seed, w, base, srcs), n, jobs, "cli", work,
-                       verbose, log)
+    return _run_family(lambda i, w, base: run_fault_variant(i, seed, w, base, srcs, served=served), n, jobs, "cli",
+                       work, verbose, log)
 
 
 def _run_family(one_variant, n, jobs, mode, work, verbose, log) -> list[Outcome]:

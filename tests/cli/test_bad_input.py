@@ -1363,10 +1363,12 @@ def test_fuzz_sql_subset(fuzz_work):
 
 
 def test_fuzz_fault_subset(fuzz_work):
-    """One seeded variant of each workspace fault through the CLI (`make fuzz` runs 100)."""
+    """One seeded variant of each workspace fault through the CLI (`make fuzz` runs 100): a new
+    interpreter for the file size limit and SIGINT, a child of the warm server for the rest."""
     if not fuzz.sources(400_000):
         pytest.skip("../shared/traces not present")
-    outcomes = fuzz.run_faults(len(fuzz.FAULTS), seed=2024, work=fuzz_work, max_bytes=400_000, log=lambda *_: None)
+    outcomes = fuzz.run_faults(len(fuzz.FAULTS), seed=2024, work=fuzz_work, max_bytes=400_000, log=lambda *_: None,
+                               served=lambda argv, env, timeout: served(*argv, env=env, timeout=timeout))
     failures = [f"{o.index} {o.mutator}: {o.what}: {o.problems}" for o in outcomes if not o.ok]
     assert not failures, "\n".join(failures)
     assert {o.mutator for o in outcomes} == {f"fault:{f}" for f in fuzz.FAULTS}
