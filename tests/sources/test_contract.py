@@ -143,18 +143,23 @@ def test_each_adapter_view_is_made_once_and_without_callchains_the_defaults_stan
         assert set(made) == set(views.findall(default)) | set(views.findall(own))
     if fmt != "nsys":
         return
-    assert adapter_sql(layout, "stacks", {"CUDA_CALLCHAINS": 0}).strip() == read_schema("default/stacks.sql").strip()
-    assert adapter_sql(layout, "stacks", {}) == adapter_sql(layout, "stacks", {"CUDA_CALLCHAINS": 0})
-    assert "raw.nsys_chain" in adapter_sql(layout, "stacks", {"CUDA_CALLCHAINS": 3})
-    assert adapter_sql(layout, "stacks", {"CUDA_CALLCHAINS": 3}) == adapter_sql(layout, "stacks")
-    described = []
-    for rows in ({"CUDA_CALLCHAINS": 0}, {"CUDA_CALLCHAINS": 3}):
-        con = duckdb.connect()
-        con.execute("ATTACH ':memory:' AS raw")
-        con.execute("USE raw")
-        con.execute(raw_ddl(layout))
-        con.execute("USE memory")
-        con.execute(adapter_sql(layout, "stacks", rows))
-        described.append([con.execute(f"DESCRIBE {v}").fetchall() for v in ("src_call_stack", "src_api_stack")])
-        assert con.execute("SELECT count(*) FROM src_call_stack").fetchone()[0] == 0
-    assert described[0] == described[1]
+    for name, table, made in (("stacks", "CUDA_CALLCHAINS", ("src_call_stack", "src_api_stack")),
+                              ("graph", "CUDA_GRAPH_NODE_EVENTS", ("src_graph_exec", "src_graph_event")),
+                              ("memory", "CUDA_GPU_MEMORY_USAGE_EVENTS", ("src_memory_event",))):
+        assert adapter_sql(layout, name, {table: 0}).strip() == read_schema(f"default/{name}.sql").strip()
+        assert adapter_sql(layout, name, {}) == adapter_sql(layout, name, {table: 0})
+        assert adapter_sql(layout, name, {table: 3}) == adapter_sql(layout, name) != adapter_sql(layout, name, {})
+        described = []
+        for rows in ({table: 0}, {table: 3}):
+            con = duckdb.connect()
+            con.execute("ATTACH ':memory:' AS raw")
+            con.execute("USE raw")
+            con.execute(raw_ddl(layout))
+            con.execute("USE memory")
+            prepare(con, layout)
+            for other in ADAPTER_FILES[:ADAPTER_FILES.index(name)]:  # (the views it reads: src_mem_kind)
+                con.execute(adapter_sql(layout, other))
+            con.execute(adapter_sql(layout, name, rows))
+            described.append([con.execute(f"DESCRIBE {v}").fetchall() for v in made])
+            assert all(con.execute(f"SELECT count(*) FROM {v}").fetchone()[0] == 0 for v in made)
+        assert described[0] == described[1], name

@@ -3,6 +3,10 @@
 -- correlationId is that of the cudaGraphLaunch call, and no KERNEL/MEMCPY/MEMSET rows for the
 -- graph's nodes. Under --cuda-graph-trace=node the nodes are ordinary KERNEL/MEMCPY/MEMSET rows
 -- with graphNodeId (and, from schema 3.24 on, the kernel's graphId) set instead.
+--
+-- Without rows in these tables both views are empty: schemas/default/graph.sql's stand in
+-- (traceql.sources.adapters.adapter_sql).
+-- needs rows of: raw.CUPTI_ACTIVITY_KIND_GRAPH_TRACE, raw.CUDA_GRAPH_EVENTS, raw.CUDA_GRAPH_NODE_EVENTS
 CREATE OR REPLACE TEMP VIEW src_graph_exec AS
 SELECT
     g.rowid                          AS src_row,

@@ -3,7 +3,9 @@
 -- kind by the export's CUDA_MEMOPR_MEMORY_KIND numbering (that of ENUM_CUDA_MEM_KIND, src_mem_kind).
 -- nsys records no thread and no allocator totals (NULL); the correlation id is kept when not 0.
 -- CUDA_GPU_MEMORY_POOL_EVENTS (pools created, destroyed, trimmed) are counted in ingest_stats
--- ('memory_event.pool_events_not_read'), not read here. No call stack (NULL).
+-- ('memory_event.pool_events_not_read'), not read here. No call stack (NULL). Without usage events
+-- the view is empty: schemas/default/memory.sql's stands in (traceql.sources.adapters.adapter_sql).
+-- needs rows of: raw.CUDA_GPU_MEMORY_USAGE_EVENTS
 CREATE OR REPLACE TEMP VIEW src_memory_event AS
 SELECT
     m.rowid                                                      AS src_row,
