@@ -21,15 +21,22 @@ FILLS = {"src_kernel": "kernel", "src_api_call": "api_call", "src_memcpy": "memc
          "src_memset": "memset", "src_thread": "thread", "src_device": "device"}
 
 
-def adapter_columns(layout: str) -> dict[str, list[str]]:
+def adapter_views(layout: str, rows: dict | None = None, upto: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection holding LAYOUT's empty source tables and its adapter views (those of the files
+    before UPTO only, when given), made with the staged row counts ROWS (adapter_sql)."""
     con = duckdb.connect()
     con.execute("ATTACH ':memory:' AS raw")
     con.execute("USE raw")
     con.execute(raw_ddl(layout))
     con.execute("USE memory")
     prepare(con, layout)
-    for name in ADAPTER_FILES:
-        con.execute(adapter_sql(layout, name))
+    for name in ADAPTER_FILES[:ADAPTER_FILES.index(upto) if upto else None]:
+        con.execute(adapter_sql(layout, name, rows))
+    return con
+
+
+def adapter_columns(layout: str) -> dict[str, list[str]]:
+    con = adapter_views(layout)
     out = {}
     for view in list(FILLS) + ["src_nvtx_event"]:
         out[view] = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
@@ -151,14 +158,7 @@ def test_each_adapter_view_is_made_once_and_without_callchains_the_defaults_stan
         assert adapter_sql(layout, name, {table: 3}) == adapter_sql(layout, name) != adapter_sql(layout, name, {})
         described = []
         for rows in ({table: 0}, {table: 3}):
-            con = duckdb.connect()
-            con.execute("ATTACH ':memory:' AS raw")
-            con.execute("USE raw")
-            con.execute(raw_ddl(layout))
-            con.execute("USE memory")
-            prepare(con, layout)
-            for other in ADAPTER_FILES[:ADAPTER_FILES.index(name)]:  # (the views it reads: src_mem_kind)
-                con.execute(adapter_sql(layout, other))
+            con = adapter_views(layout, upto=name)  # (the views it reads: src_mem_kind)
             con.execute(adapter_sql(layout, name, rows))
             described.append([con.execute(f"DESCRIBE {v}").fetchall() for v in made])
             assert all(con.execute(f"SELECT count(*) FROM {v}").fetchone()[0] == 0 for v in made)
