@@ -181,3 +181,22 @@ def test_the_checker_catches_what_it_should():
     assert _bad_joins([op for _, p in plan for tree in json.loads(p) for op in _operators(tree)])
     plan = con.execute("EXPLAIN (FORMAT json) SELECT * FROM c JOIN r ON c.pid = r.pid OR r.ts <= c.ts").fetchall()
     assert _bad_joins([op for _, p in plan for tree in json.loads(p) for op in _operators(tree)])
+
+
+def test_the_gpu_trace_report_joins_each_operation_by_its_keys(tmp_path):
+    # gpu_trace.sql joined kernel, memcpy and memset with `g.op_kind = '...'` in the ON clause:
+    # DuckDB planned blockwise nested loops (107 s for 250 k kernels); by keys alone, hash joins.
+    # (The other reports' plans are not checked here yet: kernel-op still shows a blockwise
+    # nested loop, collective and clock a cross product.)
+    import duckdb
+
+    from traceql.query import library
+
+    generate(tmp_path / "gen.sqlite", layout="3", kernels=300, seed=3)
+    traceql.ingest([tmp_path / "gen.sqlite"], db=tmp_path / "ws.duckdb")
+    q = library.get("gpu_trace")
+    con = duckdb.connect(str(tmp_path / "ws.duckdb"), read_only=True)
+    plan = con.execute("EXPLAIN " + q.sql, library.bind(q, {"trace_id": None, "per_trace": False})).fetchall()[0][1]
+    con.close()
+    assert "HASH_JOIN" in plan
+    assert not [op for op in FORBIDDEN if op in plan], plan
