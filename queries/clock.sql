@@ -72,6 +72,6 @@ SELECT t.trace_id, t.rank, t.host, t.clock,
        coalesce(e.collectives, 0) AS collectives,
        e.skew_ns, e.min_gap_ns, e.max_gap_ns, t.clock_id = (SELECT clock_id FROM ref) AS reference
 FROM traces t
-LEFT JOIN estimate e ON e.clock_id = t.clock_id AND t.utc_offset_ns IS NOT NULL
+LEFT JOIN estimate e ON e.clock_id = CASE WHEN t.utc_offset_ns IS NOT NULL THEN t.clock_id END  -- not a condition on t: a nested loop
 WHERE ($trace_id IS NULL OR t.trace_id = $trace_id)
 ORDER BY t.rank NULLS LAST, t.trace_id;

@@ -63,7 +63,9 @@ FROM input k
 LEFT JOIN kernel_op o ON o.trace_id = k.trace_id AND o.kernel_id = k.kernel_id
 LEFT JOIN launch l ON l.trace_id = k.trace_id AND l.op_id = k.kernel_id
 LEFT JOIN torch_op c ON c.trace_id = o.trace_id AND c.range_id = o.op_range_id
-LEFT JOIN torch_op f ON f.trace_id = o.trace_id AND f.range_id = o.fwd_range_id AND o.direction = 'backward'
+-- the forward op of a backward kernel: the id is NULL for other kernels (a condition on o in the ON clause
+-- made DuckDB plan a blockwise nested loop, kernels x ops)
+LEFT JOIN torch_op f ON f.trace_id = o.trace_id AND f.range_id = CASE WHEN o.direction = 'backward' THEN o.fwd_range_id END
 LEFT JOIN torch_op n ON n.trace_id = o.trace_id AND n.range_id = o.node_range_id
 LEFT JOIN torch_op m ON m.trace_id = o.trace_id AND m.range_id = o.marker_range_id
 LEFT JOIN torch_op pc ON pc.trace_id = o.trace_id AND pc.range_id = o.call_range_id
