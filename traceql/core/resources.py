@@ -36,13 +36,22 @@ ROW_ORDER = {
 }
 
 
+def package_folder(package: str):
+    """The folder of one of traceql's data packages (traceql.schemas, traceql.queries) as a
+    pathlib.Path: where its __init__.py is, in a wheel's install and in an editable one alike.
+    Not importlib.resources.files: importing importlib.resources (with tempfile, shutil and
+    zipfile behind it) was about 3 ms of every command that reads a query or schema file, for a
+    zip import that traceql cannot run from anyway (DuckDB loads its sqlite extension from a file)."""
+    from importlib import import_module
+    from pathlib import Path
+
+    return Path(import_module(package).__file__).parent
+
+
 @cache
 def _schemas():
-    """The Traversable of schemas/ (looked up once: importlib.resources.files costs about 0.5 ms;
-    imported here: --help and --version read no schema file)."""
-    from importlib import resources
-
-    return resources.files("traceql.schemas")
+    """The folder of schemas/ (looked up once; --help and --version read no schema file)."""
+    return package_folder("traceql.schemas")
 
 
 def schema_file(relpath: str):

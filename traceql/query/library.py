@@ -50,7 +50,7 @@ from functools import cache
 from pathlib import Path
 
 from traceql.core.errors import UsageError
-from traceql.core.resources import expand
+from traceql.core.resources import expand, package_folder
 
 ENV = "TRACEQL_QUERIES"
 INTERNAL = "_internal"  # queries/_internal/: the internal tier (see the module's documentation)
@@ -65,12 +65,11 @@ _SHOWN = re.compile(r"^--\s*shown:\s*(.+)$")
 _INCLUDE = re.compile(r"/\*\s*include:\s*([\w-]+)\s*\*/")
 
 
+@cache
 def _queries():
-    """The Traversable of the built-in queries (importlib.resources imported here: `traceql sql`
-    and --help read no query file)."""
-    from importlib import resources
-
-    return resources.files("traceql.queries")
+    """The folder of the built-in queries (looked up here: `traceql sql` and --help read no query
+    file)."""
+    return package_folder("traceql.queries")
 
 
 @dataclass
