@@ -118,6 +118,47 @@ def test_plugins_from_the_environment_and_entry_points(trace, tmp_path, monkeypa
     assert (row["flops"], row["bytes"]) == (7 * counts[CUSTOM_OP], 3 * counts[CUSTOM_OP])
 
 
+def test_an_installed_entry_point_is_found_without_importing_importlib_metadata_otherwise(trace, tmp_path):
+    """A package installed with an entry point of group traceql.flops (a .dist-info folder on
+    sys.path, as pip writes it) costs the custom op, through the real lookup; without one, an
+    ingest does not import importlib.metadata (23-34 ms of every ingest: _may_declare_entry_points
+    reads the entry_points.txt files instead). Both in fresh interpreters."""
+    folder, path, counts = trace
+    site = tmp_path / "site"
+    (site / "acme_flops").mkdir(parents=True)
+    (site / "acme_flops" / "__init__.py").write_text(
+        "FLOPS = {%r: lambda op, shapes, dtypes, direction: (7, 3)}\n" % CUSTOM_OP)
+    info = site / "acme_flops-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-flops\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nacme = acme_flops:main\n\n[traceql.flops]\nacme = acme_flops\n")
+    (info / "RECORD").write_text("")
+    probe = textwrap.dedent("""
+        import sys, traceql
+        traceql.ingest([sys.argv[1]], db=sys.argv[2])
+        print("importlib.metadata" in sys.modules)
+    """)
+    import os
+    import subprocess
+    import sys
+
+    from ..util import REPO
+
+    def run(db, extra_path):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO)] + extra_path)}
+        env.pop("TRACEQL_FLOPS", None)
+        proc = subprocess.run([sys.executable, "-c", probe, str(path), str(db)], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    assert run(tmp_path / "with.duckdb", [str(site)]) == "True"
+    row = ops(tmp_path / "with.duckdb")[CUSTOM_OP]
+    assert (row["flops"], row["bytes"]) == (7 * counts[CUSTOM_OP], 3 * counts[CUSTOM_OP])
+    (info / "entry_points.txt").write_text("[console_scripts]\nacme = acme_flops:main\n")  # no traceql.flops section
+    assert run(tmp_path / "without.duckdb", [str(site)]) == "False"
+    assert ops(tmp_path / "without.duckdb")[CUSTOM_OP]["flops"] is None
+
+
 def test_plugins_that_cannot_be_loaded(trace, tmp_path):
     folder, path, _ = trace
     db = tmp_path / "ws.duckdb"
