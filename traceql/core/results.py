@@ -10,8 +10,10 @@ its exact decimal128(38, 0) type (JSON output writes such values as exact intege
 
 Rows is a result read as Python rows instead, for `traceql sql` printing columns of plain types:
 it spares the command importing pyarrow (0.05 s of a 0.3 s command). RowTable is one read whole,
-for the reports the CLI prints (traceql.query.reports.run_report(rows=True)): the few operations
-of a pyarrow.Table they use (select, slice, num_rows), on Python rows.
+for the reports and the summary the CLI prints (traceql.query.reports.run_report(rows=True),
+summary(rows=True)): the few operations of a pyarrow.Table they use (select, slice, num_rows,
+add_column, concat, sort_by, to_pylist), on Python rows; read_whole() and dicts() choose between
+the two kinds for a result.
 """
 
 from __future__ import annotations
@@ -116,8 +118,8 @@ class RowTable:
     """A DuckDB result whose columns are all of PLAIN_TYPES, read whole as Python rows: what
     the reports and the summary the CLI prints need of a pyarrow.Table (schema, column_names,
     num_rows, select, slice, add_column, concat, sort_by, to_pylist) and chunks(size) for
-    printing. of(result): one, or None when a column is
-    not of a plain type (the caller then reads the result as Arrow)."""
+    printing. of(result): one, or None when a column is not of a plain type (the caller then
+    reads the result as Arrow)."""
 
     def __init__(self, schema: Schema, rows: list[tuple]):
         self.schema, self._rows = schema, rows

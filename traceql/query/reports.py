@@ -312,7 +312,7 @@ def summary(ws, trace_id: int | None = None, per_trace: bool = False, limit: int
 
     keep = (["trace_id"] if per_trace else []) + SUMMARY_COLUMNS[1:]
     parts = [(section, run_report(ws, by, trace_id=trace_id, per_trace=per_trace, limit=limit,
-                                  recompute=recompute, rows=rows and not (per_trace and limit is not None)).select(keep))
+                                  recompute=recompute, rows=rows).select(keep))
              for section, by in SECTIONS]
     header = None
     if all(isinstance(t, RowTable) for _, t in parts):
