@@ -283,7 +283,7 @@ def _tools() -> dict[str, Tool]:
              _sql),
         Tool("analyze", "Why the GPU is idle, what synchronizes, what to fix first (`traceql analyze`): one "
              "finding row per trace and rule (gpu_gaps, sync_calls, pageable_memcpy, sync_memcpy, sync_memset, "
-             "small_kernels, low_utilization, exposed_comm, iterations) with recoverable time, thresholds and "
+             "small_kernels, low_utilization, exposed_comm, exposed_memcpy, iterations) with recoverable time, thresholds and "
              "advice, and per rule its evidence rows ranked by recoverable time. Rules overlap: do not add "
              "their times.",
              {"type": "object", "additionalProperties": False, "properties": {

@@ -177,6 +177,21 @@ def test_exposed_communication_and_the_breakdown(fixture):
         b["compute_ns"], b["comm_ns"], b["memory_ns"], b["idle_ns"])
 
 
+def test_exposed_memcpy(fixture):
+    """Each copy's part that no kernel on its GPU overlapped, from the source: copy intervals less
+    the union of the GPU's kernels."""
+    src, ws, _ = fixture
+    kernels = union(source(src, "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"))
+    copies = source(src, "SELECT start, end, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start")
+    expected = sorted(((e - s - length(kernels, s, e), e - s, b) for s, e, b in copies), reverse=True)
+    found = [(r["exposed_ns"], r["copy_ns"], r["bytes"]) for r in rows(ws, "exposed_memcpy")]
+    assert found == [x for x in expected if x[0] >= 1] and len(found) == 2
+    assert [r["copy_kind"] for r in rows(ws, "exposed_memcpy")] == ["Host-to-Device", "Device-to-Host"]
+    [m1] = rows(ws, "exposed_memcpy", min_exposed_ns=1000)  # M1: 1 MB in 1000 ns, nothing beside it
+    assert (m1["exposed_ns"], m1["recoverable_ns"], m1["overlap_pct"], m1["gbps"]) == (1000, 1000, 0.0, 1048576 / 1000)
+    assert m1["range_path"] == "step 2"
+
+
 def test_low_utilization_chunks(fixture):
     src, ws, _ = fixture
     busy = union(gpu_intervals(src))

@@ -13,7 +13,7 @@ import pytest
 
 import traceql
 
-from ..intervals import gaps, length, union
+from ..intervals import gaps, length, minus, union
 from ..util import source_rows as query
 from ..util import ingested, trace_file
 
@@ -148,6 +148,46 @@ def test_cs336_cli_at_80_columns(cs336, tmp_path):
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
     assert re.search(r"\n\d\. gpu_gaps: 62 gaps, recoverable 521 ms", out)
     assert "cudaDeviceSynchronize: 15 calls, 11.8 ms, wait 812 ms" in out.replace("\n     ", " ")
+
+
+# ------------------------------------------------------------------------------ nsys-ai's H100 trace
+
+H100 = "nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite"
+
+
+def test_h100_copies_are_the_first_finding(tmp_path_factory):
+    """Two GPUs that spend 97 % of the trace copying host to device (25 GB each, FSDP's
+    pre-forward among them) and 2 % computing: the first finding is exposed_memcpy, not
+    small_kernels (1.6 ms), which it was before the rule existed. Each copy's exposed time is its
+    interval less the union of its GPU's kernels, from the source file."""
+    path = trace_file(H100)
+    ws = workspace(tmp_path_factory, path)
+    try:
+        result = ws.analyze()
+        found = [r for r in result.findings.to_pylist() if r["findings"]]
+        first = max(found, key=lambda r: r["recoverable_ns"])
+        assert first["rule"] == "exposed_memcpy"
+        rows = result.evidence["exposed_memcpy"].to_pylist()
+        breakdown = {r["device_id"]: r for r in ws.report("breakdown").to_pylist()}
+    finally:
+        ws.close()
+    ops = gpu_ops(path)
+    kernels = {d: union((s, e) for dev, s, e, _, _, kind in ops if kind == "kernel" and dev == d) for d in (0, 1)}
+    copies = query(path, "SELECT deviceId, start, end, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY")
+    expected = sorted((e - s - length(kernels[d], s, e), d, s, b) for d, s, e, b in copies)
+    expected = [x for x in expected if x[0] >= 1]
+    assert sorted((r["exposed_ns"], r["device_id"], r["ts"], r["bytes"]) for r in rows) == expected
+    assert len(rows) == 904 and first["recoverable_ns"] == sum(x[0] for x in expected)
+    for d in (0, 1):
+        exposed = sum(r["exposed_ns"] for r in rows if r["device_id"] == d)
+        mine = [(s, e) for dev, s, e, _, _, kind in ops if kind == "memcpy" and dev == d]
+        memsets = [(s, e) for dev, s, e, _, _, kind in ops if kind == "memset" and dev == d]
+        # no two copies of a GPU overlap here: their exposed times add up to the time it only
+        # copied, nearly all of its copy-only time (the breakdown's memory counts memsets too)
+        assert exposed == minus(mine, [tuple(k) for k in kernels[d]]) > 0.95 * breakdown[d]["span_ns"]
+        assert breakdown[d]["memory_ns"] == minus(mine + memsets, [tuple(k) for k in kernels[d]]) < exposed + 20_000
+        h2d = [r for r in rows if r["device_id"] == d and r["copy_kind"] == "Host-to-Device"]
+        assert sum(r["bytes"] for r in h2d) == 25475253792 and max(r["gbps"] for r in h2d) < 30
 
 
 # ------------------------------------------------------------------------------ nvfuser-8xh100

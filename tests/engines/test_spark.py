@@ -144,7 +144,7 @@ def test_range_filter_equal_duckdb(both):
 # sides and two more joins) cost it 11-17 JVM CPU s each even on small traces (cs336-jsun, two
 # NCCL ranks, a generated trace; iterations 8 since shared CTEs are computed once, 68 before):
 # with TRACEQL_SPARK_FULL=1 only, so that the suite stays fast.
-HEAVY_RULES = ("exposed_comm", "gpu_gaps", "low_utilization", "sync_calls")
+HEAVY_RULES = ("exposed_comm", "exposed_memcpy", "gpu_gaps", "low_utilization", "sync_calls")
 FULL = os.environ.get("TRACEQL_SPARK_FULL") == "1"
 
 

@@ -31,12 +31,13 @@ def test_every_include_is_used_where_its_file_says():
     assert used["transfer_report"] == {"queries/memcpy.sql", "queries/memset.sql"}
     assert used["innermost_range"] == {f"queries/analyze/{r}.sql" for r in ("gpu_gaps", "sync_calls", "low_utilization")}
     assert used["pyprof_bias"] == {"queries/kernel_op.sql", "schemas/derive/kernel_op.sql"}
-    rules = {f"queries/analyze/{r}.sql" for r in ("gpu_gaps", "low_utilization", "small_kernels", "sync_calls")}
+    rules = {f"queries/analyze/{r}.sql" for r in ("exposed_memcpy", "gpu_gaps", "low_utilization", "small_kernels",
+                                                  "sync_calls")}
     assert used["gpu_work"] == {"queries/gpu.sql", "queries/device.sql", "queries/stream.sql"} | rules
     assert used["busy_sweep"] == {"queries/device.sql", "queries/stream.sql", "queries/analyze/small_kernels.sql",
                                   "queries/analyze/sync_calls.sql", "schemas/derive/device_busy.sql"}
-    assert used["busy_islands"] == {"queries/analyze/exposed_comm.sql", "queries/analyze/low_utilization.sql",
-                                    "schemas/filters/range_time.sql"}
+    assert used["busy_islands"] == {"queries/analyze/exposed_comm.sql", "queries/analyze/exposed_memcpy.sql",
+                                    "queries/analyze/low_utilization.sql", "schemas/filters/range_time.sql"}
 
 
 @pytest.mark.parametrize("name", sorted({**library.library(), **library.internal()}))

@@ -29,6 +29,7 @@ Runs the rules of the query library's analyze/ folder (traceql queries analyze/R
   small_kernels    kernels shorter than their launch call (launch overhead)
   low_utilization  chunks of a GPU's time with low time utilization
   exposed_comm     communication kernels no computation overlapped
+  exposed_memcpy   memory copies no kernel overlapped (the GPU only copied)
   tensor_cores     matrix products whose kernels use no tensor cores
   memory_leak      GPU memory that grows across iterations, never freed
   allocator_churn  device allocations and frees of one size in an iteration

@@ -32,7 +32,8 @@ CHANGES = {
        "launch.category and device_busy's temporal breakdown",
     3: "CUDA graphs traced whole (graph_exec) count as GPU busy and compute in device_busy (summary, breakdown, "
        "rank) and in the analyze rules; sync_calls reports host reads (.item(), .cpu(): kind 'copy') with the op "
-       "that forced them; pageable_memcpy costs a copy by its own time; "
+       "that forced them; pageable_memcpy costs a copy by its own time; the rule exposed_memcpy (copies no "
+       "kernel overlapped); "
        "kernel_op.call_range_id and report --by kernel-op's op/mod as PyProf names them (the outermost PyProf "
        "call) with the innermost op in aten_op; a FLOPs plug-in for a wrapped module costs the whole call"
        "; PyTorch ops: torch_op.recompute and kernel_op.recompute (activation checkpointing; recompute ops "
