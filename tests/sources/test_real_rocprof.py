@@ -85,3 +85,36 @@ def test_every_op_has_its_hip_call(ws, path):
         "AND g.op_id = l.op_id WHERE l.trace_id = ?", [ids[path.parent.name]]).to_pylist())
     assert got == expected
     assert {name for _, name, _ in got} == {"hipLaunchKernel", "hipMemcpy"}
+
+
+@pytest.mark.parametrize("path", PARAMS)
+def test_the_json_beside_is_refused_naming_the_database(path, tmp_path):
+    """rocprof v1 writes the same run as Chrome-trace JSON too (results.json). It was read as a
+    PyTorch profiler trace with no events (every table empty, and a note asking whether CUDA
+    activities were recorded); it is now refused, before anything is written, naming the
+    results.db beside it. Gzipped and away from its database it is refused too."""
+    import gzip
+    import json
+
+    from ..util import cli
+
+    src = path.with_name("results.json")
+    events = json.loads(src.read_text())["traceEvents"]
+    assert sum(1 for e in events if e.get("ph") == "X") >= 15  # copies and HIP calls, none of them read before
+    db = tmp_path / "ws.duckdb"
+    proc = cli("--db", str(db), "ingest", str(src))
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip() == (f"traceql: error: {src}: a rocprof v1 trace in Chrome-trace JSON (results.json "
+                                   f"of rocprof --hip-trace/--hsa-trace), which traceql does not read: its results.db "
+                                   f"({path}) holds the same records: ingest that")
+    assert not db.exists()
+    alone = tmp_path / "trace.json.gz"
+    alone.write_bytes(gzip.compress(src.read_bytes()))
+    with pytest.raises(traceql.InputError, match="ingest the results.db rocprof writes beside it"):
+        detect(alone)
+    # a PyTorch profiler trace with a process named COPY is no rocprof trace (one mark is not enough)
+    kineto = tmp_path / "kineto.json"
+    kineto.write_text(json.dumps({"traceEvents": [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "COPY"}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"device": 0}}]}))
+    assert detect(kineto).source_format == "kineto"

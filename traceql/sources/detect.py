@@ -266,6 +266,8 @@ def detect(path: str | os.PathLike) -> Detected:
         if rocprof_json.sniff(path, head):
             return Detected(path, "rocprofv3_json", "rocpd/v3", schema_version=None, exporter_version=None)
         if kineto.sniff(path, head):
+            if rocprof_json.is_rocprof_v1_trace(path, head):  # Chrome-trace JSON, but not PyTorch's: no events read
+                raise InputError(f"{path}: {rocprof_json.v1_trace_refusal(path)}")
             return _kineto_layout(path)
         raise InputError(f"{path}: {_describe_non_sqlite(path, head)}")
 

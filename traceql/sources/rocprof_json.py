@@ -166,6 +166,38 @@ def sniff(path: Path, head: bytes) -> bool:
     return text.startswith(b"{") and text[1:].lstrip().startswith(TOP_KEY)
 
 
+# rocprof v1 (--hip-trace, --hsa-trace) writes its trace as Chrome-trace JSON too (results.json):
+# process_name metadata naming the tracks it fills, and 'X' events whose args carry the times in
+# ns as text (BeginNs, EndNs). The same run's results.db holds the same records.
+_V1_TRACKS = (b'"name":"CPU HIP API"', b'"name":"CPU HSA API"', b'"name":"COPY"', b'"BeginNs":')
+
+
+def is_rocprof_v1_trace(path: Path, head: bytes) -> bool:
+    """Whether the Chrome-trace JSON starting with HEAD (plain or gzip) is rocprof v1's
+    (results.json): its first events name rocprof's tracks or carry its BeginNs arguments."""
+    if is_gzip(head):
+        try:
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(SNIFF_BYTES)
+        except (OSError, EOFError, zlib.error):
+            return False
+    elif len(head) < SNIFF_BYTES:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    compact = head.replace(b" ", b"")
+    return b'"traceEvents"' in compact and sum(track in compact for track in _V1_TRACKS) >= 2
+
+
+def v1_trace_refusal(path: Path) -> str:
+    """Why a rocprof v1 results.json is not read, and what to give instead."""
+    db = path.with_name("results.db")
+    where = (f"its results.db ({db}) holds the same records: ingest that" if db.is_file() else
+             "ingest the results.db rocprof writes beside it (the same records), or record with rocprofv3 "
+             "(--output-format rocpd, or json)")
+    return (f"a rocprof v1 trace in Chrome-trace JSON (results.json of rocprof --hip-trace/--hsa-trace), which "
+            f"traceql does not read: {where}")
+
+
 def _text(path: Path) -> bytes:
     """The JSON text of PATH, decompressed; InputError beyond MAX_BYTES, for a damaged gzip
     stream, or for gzip data expanding more than kineto.MAX_RATIO times (a gzip bomb)."""
