@@ -171,6 +171,12 @@ def test_h100_copies_are_the_first_finding(tmp_path_factory):
         breakdown = {r["device_id"]: r for r in ws.report("breakdown").to_pylist()}
     finally:
         ws.close()
+    from ..util import cli
+
+    proc = cli("--db", str(ws.path), "analyze", "--rule", "exposed_memcpy", "--limit", "1", "--width", "300")
+    # the two GPUs' copy time is twice the span: said, not left as a share that cannot be
+    assert re.search(r"\n1\. exposed_memcpy: 904 copies, recoverable 1\.88 s, copy 1\.88 s \(19\d\.\d\d% of the trace "
+                     r"span: the times of its GPUs, streams or threads add up\)\n", proc.stdout), proc.stdout
     ops = gpu_ops(path)
     kernels = {d: union((s, e) for dev, s, e, _, _, kind in ops if kind == "kernel" and dev == d) for d in (0, 1)}
     copies = query(path, "SELECT deviceId, start, end, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY")
