@@ -2,7 +2,7 @@
 -- param trace_id: only this trace (NULL: every trace in the workspace)
 -- param min_exposed_ns: a copy counts when at least this much of it was exposed, in ns
 -- default min_exposed_ns: 1
--- advice: Copy less, and overlap what remains: keep tensors on the GPU across iterations instead of moving them back and forth (the model, optimizer state, constants), copy the next batch while this one computes (pinned host memory, non_blocking=True, a side stream or DataLoader(pin_memory=True) with prefetching), move fewer bytes (a smaller dtype, only the slice needed), and batch many small copies into one. Exposed time that remains is the link's share: compare each direction's GB/s with the bus.
+-- advice: Copy less, and overlap what remains: keep tensors on the GPU across iterations instead of moving them back and forth (the model, optimizer state, constants), copy the next batch while this one computes (pinned host memory, non_blocking=True, a side stream or DataLoader(pin_memory=True) with prefetching), move fewer bytes (a smaller dtype, only the slice needed), and batch many small copies into one. A device-to-device copy is often one a view would avoid (.contiguous(), .clone(), DDP's gradient copies: gradient_as_bucket_view=True). Exposed time that remains is the link's share: compare each direction's GB/s with the bus.
 -- finding: copy, copies
 -- group: copy_kind
 -- total: copy_ns
