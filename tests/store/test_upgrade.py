@@ -202,26 +202,35 @@ def test_a_changed_source_is_not_read_again(v1_workspace, tmp_path):
 
 
 def test_killed_upgrade_leaves_the_old_workspace(v1_workspace, tmp_path):
-    """kill -9 at several moments of an upgrade: each time the workspace is byte for byte the v1
-    one (or, had the kill come after the rename, a complete upgrade), and it still upgrades."""
+    """kill -9 at several moments of an upgrade while it writes its temporary copy, from the
+    moment the copy appears to 0.6 s into it (0.6-0.9 s on an idle machine: the workspace copied,
+    the traces read again, the copy checkpointed): each time the workspace is byte for byte the
+    v1 one (or, had the kill come after the rename, a complete upgrade), and it still upgrades,
+    leaving nothing behind. The kills are timed from the copy's appearance, not from the start of
+    the process: fixed delays from the start (0.3-2.0 s) fell before the upgrade began (Python
+    starting) on a loaded machine and after it had ended on an idle one."""
     _, _, v1, fresh = v1_workspace
     db = tmp_path / "ws.duckdb"
     shutil.copyfile(v1, db)
     original = sha256(db)
-    intact = 0
-    for delay in (0.3, 0.6, 0.9, 1.2, 1.6, 2.0):
+    killed_writing = 0
+    for delay in (0.0, 0.15, 0.3, 0.45, 0.6):
         proc = subprocess.Popen([sys.executable, "-m", "traceql", "--db", str(db), "upgrade"], cwd=REPO,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        copy = db.with_name(f".{db.name}.ingest-{proc.pid}.tmp")
+        deadline = time.monotonic() + 60
+        while not copy.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         if sha256(db) == original:
-            intact += 1
+            killed_writing += copy.exists()  # kill -9 leaves the copy it was writing
             assert cli("--db", db, "info").returncode == 6  # still the v1 workspace, still refused the same way
         else:  # finished before the kill
             assert rows_of(db) == rows_of(fresh)
             shutil.copyfile(v1, db)
-    assert intact >= 3
+    assert killed_writing >= 3
     proc = cli("--db", db, "upgrade")
     assert proc.returncode == 0, proc.stderr
     assert rows_of(db) == rows_of(fresh)
