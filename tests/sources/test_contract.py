@@ -96,7 +96,9 @@ def test_every_contract_column_is_documented_and_matches_the_table():
 
 
 def test_contract_tables_are_identical_across_layouts(tmp_path_factory):
-    """One real trace of each NVIDIA layout (ingested once for the suite: tests/util.py ingested)."""
+    """One real trace of each NVIDIA layout (ingested once for the suite: tests/util.py ingested):
+    every contract table and view has the same columns and types, in the same order. (One query
+    of the catalog per workspace: one per table cost 0.65 CPU s a workspace, 28 statements.)"""
     files = {
         "nsys/legacy": "kmeans-rtx3080-old-nsys/report2.sqlite",
         "nsys/v2": "pipit-saxpy-mpi-cuda-nsys2022.2/saxpy-mpi-cuda_nsys_perlmutter0.sqlite",
@@ -107,10 +109,12 @@ def test_contract_tables_are_identical_across_layouts(tmp_path_factory):
     for layout, rel in files.items():
         assert detect(trace_file(rel)).layout == layout
         with traceql.open(ingested(tmp_path_factory, rel)) as ws:
-            shapes[layout] = {
-                t: ws.sql(f"SELECT column_name, data_type FROM information_schema.columns "
-                          f"WHERE table_name = '{t}' ORDER BY ordinal_position").to_pylist()
-                for t in CONTRACT_TABLES + CONTRACT_VIEWS}
+            shapes[layout] = {t: [] for t in CONTRACT_TABLES + CONTRACT_VIEWS}
+            for r in ws.sql("SELECT table_name, column_name, data_type FROM information_schema.columns "
+                            "WHERE list_contains($names, table_name) ORDER BY table_name, ordinal_position",
+                            {"names": list(shapes[layout])}).to_pylist():
+                shapes[layout][r.pop("table_name")].append(r)
+            assert all(shapes[layout].values()), layout
             assert ws.sql("SELECT count(*) AS n FROM kernel").to_pylist()[0]["n"] > 0
     first = shapes["nsys/legacy"]
     for layout, shape in shapes.items():
