@@ -23,7 +23,7 @@ from traceql.store.lock import workspace_lock
 from traceql.core.resources import CONTRACT_TABLES, RANGE_SOURCE, read_schema
 
 from ..cli.test_bad_input import can_drop_privileges, cli, modes_as_for_a_user, shared_tmp  # noqa: F401 - a fixture
-from ..util import REPO, TRACES, sha256, trace_file
+from ..util import REPO, TRACES, ingested, sha256, trace_file
 
 NAMES = set(CONTRACT_TABLES) | {"gpu_op", RANGE_SOURCE}
 
@@ -196,11 +196,16 @@ H100 = "nsysai-h100-2gpu-pytorch-nsys2026.2/h100_2gpu_1s.sqlite"
 @pytest.fixture(scope="module")
 def h100(tmp_path_factory):
     """(full, lazy): H100 ingested with TRACEQL_DERIVE=full and with the default (families on
-    first use), once for the module; the tests below take copies (each ingested both itself)."""
+    first use), once for the module; the tests below take copies (each ingested both itself).
+    The default ingest is the session's (tests/util.py ingested: test_contract and
+    test_analyze_real read it too)."""
     src = trace_file(H100)
     folder = tmp_path_factory.mktemp("h100")
-    full, lazy = folder / "full.duckdb", folder / "lazy.duckdb"
+    full = folder / "full.duckdb"
     _ingest([src], full, "full")
+    if derivation.mode() == "lazy":  # the session's plain ingest is the lazy one
+        return full, ingested(tmp_path_factory, H100)
+    lazy = folder / "lazy.duckdb"
     _ingest([src], lazy, "lazy")
     return full, lazy
 
