@@ -20,7 +20,7 @@ from traceql.analysis.diff import COLUMNS
 from traceql.analysis.diff_rules import GATE_EXIT
 
 from .test_diff_stats import _yuen_by_hand, t_tail_by_integration
-from ..util import REPO, trace_file
+from ..util import REPO, ingested, trace_file
 from ..util import cli as served
 
 STEPS_A, STEPS_B = 40, 36
@@ -340,9 +340,13 @@ def _sqlite_kernel_stats(path):
         con.close()
 
 
-def test_real_nsys_trace_against_itself():
-    src = trace_file("cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite")
-    d = traceql.diff(src, src)
+def test_real_nsys_trace_against_itself(tmp_path_factory):
+    """cs336-jsun's trace against itself, as trace 1 on both sides of the session's workspace of it
+    (tests/util.py ingested, read by five other modules; the same file on both sides as files:
+    test_trace_against_itself)."""
+    rel = "cs336-jsun-train-fwdbwd-rtx3070ti-nsys2025.1/result.sqlite"
+    src = trace_file(rel)
+    d = traceql.diff(1, 1, db=ingested(tmp_path_factory, rel))
     assert d.verdict == "no significant change" and d.changed() == []
     assert {r["verdict"] for r in d.rows.to_pylist()} == {"unchanged"}
     want = _sqlite_kernel_stats(src)
