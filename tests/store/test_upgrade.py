@@ -23,7 +23,7 @@ import traceql
 from traceql.store.contract import CONTRACT_VERSION
 from traceql.core.resources import CONTRACT_TABLES, ROW_ORDER
 
-from ..util import REPO, sha256, trace_file
+from ..util import REPO, ingested, sha256, trace_file
 from ..util import cli as served
 
 V1 = "e1dfd9025cff6a490423b6827d2a513d408f1138"  # contract 1: the last commit before contract 2
@@ -264,14 +264,15 @@ def test_every_version_has_a_changelog_section():
     assert set(CHANGES) == set(range(2, CONTRACT_VERSION + 1))
 
 
-def test_upgrade_from_contract_2_recomputes_kernel_op(v2_package, tmp_path):
+def test_upgrade_from_contract_2_recomputes_kernel_op(v2_package, tmp_path, tmp_path_factory):
     """2 -> 3: a workspace of contract 2 (the package at V2 ingests the PyProf trace lm-a),
     its source gone, is upgraded from its own rows: kernel_op (new call_range_id, PyProf's
-    params) equals a fresh ingest's, and the kernel-op report names linear as PyProf does."""
+    params) equals a fresh ingest's (the session's of the same file, tests/util.py ingested:
+    kernel_op holds no path), and the kernel-op report names linear as PyProf does."""
+    rel = "nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql"
     src = tmp_path / "net.sql"
-    shutil.copyfile(trace_file("nvprof-pytorch-emit-nvtx-lm-v100-a/net.sql"), src)
-    fresh = tmp_path / "fresh.duckdb"
-    traceql.ingest([src], db=fresh)
+    shutil.copyfile(trace_file(rel), src)
+    fresh = ingested(tmp_path_factory, rel)
     db = tmp_path / "v2.duckdb"
     ingest_v1(v2_package, [src], db)
     src.unlink()
