@@ -6,7 +6,7 @@
 -- finding: copy, copies
 -- group: copy_kind
 -- total: copy_ns
--- show: at_ns, copy_ns, exposed_ns, bytes, gbps, range_path
+-- show: at_ns, copy_ns, exposed_ns, bytes, gb_per_s, range_path
 -- column trace_id: trace (trace.trace_id)
 -- column device_id: GPU of the copy
 -- column stream_id: its stream
@@ -19,7 +19,7 @@
 -- column exposed_ns: copy_ns - overlapped_ns: the part no kernel hid
 -- column recoverable_ns: exposed_ns
 -- column overlap_pct: overlapped_ns as a percentage of copy_ns
--- column gbps: bytes over copy_ns, in GB/s (10^9 bytes per second)
+-- column gb_per_s: throughput, bytes / copy_ns (bytes per ns = GB/s with 1 GB = 1e9 bytes)
 -- column range_path: the innermost NVTX range holding its launching call (nvtx_range.path via op_range), NULL when none
 -- column pid: process that launched it
 -- column tid: thread that launched it
@@ -31,7 +31,7 @@
 -- label exposed_ns: exposed
 -- label recoverable_ns: recoverable
 -- label overlap_pct: overlap %
--- label gbps: GB/s
+-- label gb_per_s: GB/s
 --
 -- As exposed_comm: the overlap of a copy [s, e) with the GPU's kernels is covered(e) - covered(s),
 -- covered(t) being the kernels' busy time before t: their busy islands (one window sweep) with a
@@ -73,7 +73,7 @@ measured AS (
 SELECT
     c.trace_id, c.device_id, c.stream_id, c.copy_kind, c.bytes, c.ts, c.ts - t.start_ts AS at_ns, c.copy_ns,
     c.overlapped_ns, c.copy_ns - c.overlapped_ns AS exposed_ns, c.copy_ns - c.overlapped_ns AS recoverable_ns,
-    100.0 * c.overlapped_ns / c.copy_ns AS overlap_pct, c.bytes / c.copy_ns AS gbps, r.path AS range_path,
+    100.0 * c.overlapped_ns / c.copy_ns AS overlap_pct, c.bytes / c.copy_ns AS gb_per_s, r.path AS range_path,
     c.pid, c.tid, th.thread_name AS thread
 FROM measured c
 JOIN trace t ON t.trace_id = c.trace_id

@@ -188,7 +188,7 @@ def test_exposed_memcpy(fixture):
     assert found == [x for x in expected if x[0] >= 1] and len(found) == 2
     assert [r["copy_kind"] for r in rows(ws, "exposed_memcpy")] == ["Host-to-Device", "Device-to-Host"]
     [m1] = rows(ws, "exposed_memcpy", min_exposed_ns=1000)  # M1: 1 MB in 1000 ns, nothing beside it
-    assert (m1["exposed_ns"], m1["recoverable_ns"], m1["overlap_pct"], m1["gbps"]) == (1000, 1000, 0.0, 1048576 / 1000)
+    assert (m1["exposed_ns"], m1["recoverable_ns"], m1["overlap_pct"], m1["gb_per_s"]) == (1000, 1000, 0.0, 1048576 / 1000)
     assert m1["range_path"] == "step 2"
 
 
