@@ -32,7 +32,8 @@
 --
 -- The overlap of a kernel [s, e) with the GPU's compute is covered(e) - covered(s), covered(t)
 -- being the compute busy time before t: the compute kernels' busy islands (one window sweep) with
--- their running sum, looked up by ASOF joins at both ends. No interval join.
+-- their running sum, looked up by ASOF joins at both ends (schemas/include/busy_overlap.sql). No
+-- interval join.
 WITH cat AS (
     SELECT o.trace_id, o.device_id, o.stream_id, o.op_id, o.ts, o.ts + o.dur AS end_ts, o.name, l.category,
            l.pid, l.tid
@@ -53,21 +54,9 @@ busy_ops AS (  -- the compute kernels of the GPUs that communicate
     WHERE c.category = 'compute'
 ),
 /* include: busy_islands(rows = busy_ops; partition = trace_id, device_id; order = ts, end_ts, op_id) */,
-at_start AS (
-    SELECT k.trace_id, k.op_id, coalesce(c.before_ns + least(k.ts, c.end_ts) - c.ts, 0) AS covered_ns
-    FROM comm k
-    ASOF LEFT JOIN covered c ON c.trace_id = k.trace_id AND c.device_id = k.device_id AND c.ts <= k.ts
-),
-at_end AS (
-    SELECT k.trace_id, k.op_id, coalesce(c.before_ns + least(k.end_ts, c.end_ts) - c.ts, 0) AS covered_ns
-    FROM comm k
-    ASOF LEFT JOIN covered c ON c.trace_id = k.trace_id AND c.device_id = k.device_id AND c.ts <= k.end_ts
-),
+/* include: busy_overlap(rows = comm) */,
 measured AS (
-    SELECT k.*, k.end_ts - k.ts AS comm_ns, e.covered_ns - s.covered_ns AS overlapped_ns
-    FROM comm k
-    JOIN at_start s ON s.trace_id = k.trace_id AND s.op_id = k.op_id
-    JOIN at_end e ON e.trace_id = k.trace_id AND e.op_id = k.op_id
+    SELECT *, end_ts - ts AS comm_ns FROM overlapped
 )
 SELECT
     k.trace_id, k.device_id, k.stream_id, k.ts, k.ts - t.start_ts AS at_ns, k.comm_ns, k.overlapped_ns,

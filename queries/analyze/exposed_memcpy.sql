@@ -35,7 +35,8 @@
 --
 -- As exposed_comm: the overlap of a copy [s, e) with the GPU's kernels is covered(e) - covered(s),
 -- covered(t) being the kernels' busy time before t: their busy islands (one window sweep) with a
--- running sum, looked up by ASOF joins at both ends. No interval join. Copies that overlap each
+-- running sum, looked up by ASOF joins at both ends (schemas/include/busy_overlap.sql). No
+-- interval join. Copies that overlap each
 -- other each count their own exposed part (as the communication kernels of exposed_comm do);
 -- `report --by breakdown` counts the GPU's copy-only time once.
 WITH copies AS (
@@ -54,21 +55,9 @@ kernels AS (  -- every kernel of the GPUs that copy, and CUDA graphs traced whol
     WHERE w.op_kind IN ('kernel', 'graph') AND ($trace_id IS NULL OR w.trace_id = $trace_id)
 ),
 /* include: busy_islands(rows = kernels; partition = trace_id, device_id; order = ts, end_ts, op_id) */,
-at_start AS (
-    SELECT c.trace_id, c.op_id, coalesce(v.before_ns + least(c.ts, v.end_ts) - v.ts, 0) AS covered_ns
-    FROM copies c
-    ASOF LEFT JOIN covered v ON v.trace_id = c.trace_id AND v.device_id = c.device_id AND v.ts <= c.ts
-),
-at_end AS (
-    SELECT c.trace_id, c.op_id, coalesce(v.before_ns + least(c.end_ts, v.end_ts) - v.ts, 0) AS covered_ns
-    FROM copies c
-    ASOF LEFT JOIN covered v ON v.trace_id = c.trace_id AND v.device_id = c.device_id AND v.ts <= c.end_ts
-),
+/* include: busy_overlap(rows = copies) */,
 measured AS (
-    SELECT c.*, c.end_ts - c.ts AS copy_ns, e.covered_ns - s.covered_ns AS overlapped_ns
-    FROM copies c
-    JOIN at_start s ON s.trace_id = c.trace_id AND s.op_id = c.op_id
-    JOIN at_end e ON e.trace_id = c.trace_id AND e.op_id = c.op_id
+    SELECT *, end_ts - ts AS copy_ns FROM overlapped
 )
 SELECT
     c.trace_id, c.device_id, c.stream_id, c.copy_kind, c.bytes, c.ts, c.ts - t.start_ts AS at_ns, c.copy_ns,

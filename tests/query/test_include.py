@@ -38,6 +38,7 @@ def test_every_include_is_used_where_its_file_says():
                                   "queries/analyze/sync_calls.sql", "schemas/derive/device_busy.sql"}
     assert used["busy_islands"] == {"queries/analyze/exposed_comm.sql", "queries/analyze/exposed_memcpy.sql",
                                     "queries/analyze/low_utilization.sql", "schemas/filters/range_time.sql"}
+    assert used["busy_overlap"] == {"queries/analyze/exposed_comm.sql", "queries/analyze/exposed_memcpy.sql"}
 
 
 @pytest.mark.parametrize("name", sorted({**library.library(), **library.internal()}))

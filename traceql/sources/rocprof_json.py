@@ -151,15 +151,27 @@ class _Agent(msgspec.Struct):
     product_name: str | None = None
 
 
+def _first_bytes(path: Path, head: bytes) -> bytes | None:
+    """The first SNIFF_BYTES of the JSON text of the file starting with HEAD (decompressed when
+    it is gzip); None for damaged gzip data."""
+    try:
+        if is_gzip(head):
+            with gzip.open(path, "rb") as fh:
+                return fh.read(SNIFF_BYTES)
+        if len(head) < SNIFF_BYTES:
+            with open(path, "rb") as fh:
+                return fh.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return head
+
+
 def sniff(path: Path, head: bytes) -> bool:
     """Whether the file starting with HEAD is rocprofv3 JSON (plain or gzip): an object whose
     first member is "rocprofiler-sdk-tool"."""
-    if is_gzip(head):
-        try:
-            with gzip.open(path, "rb") as fh:
-                head = fh.read(SNIFF_BYTES)
-        except (OSError, EOFError, zlib.error):
-            return False
+    head = _first_bytes(path, head)
+    if head is None:
+        return False
     text = head.lstrip()
     if text.startswith(b"\xef\xbb\xbf"):
         text = text[3:].lstrip()
@@ -175,15 +187,9 @@ _V1_TRACKS = (b'"name":"CPU HIP API"', b'"name":"CPU HSA API"', b'"name":"COPY"'
 def is_rocprof_v1_trace(path: Path, head: bytes) -> bool:
     """Whether the Chrome-trace JSON starting with HEAD (plain or gzip) is rocprof v1's
     (results.json): its first events name rocprof's tracks or carry its BeginNs arguments."""
-    if is_gzip(head):
-        try:
-            with gzip.open(path, "rb") as fh:
-                head = fh.read(SNIFF_BYTES)
-        except (OSError, EOFError, zlib.error):
-            return False
-    elif len(head) < SNIFF_BYTES:
-        with open(path, "rb") as fh:
-            head = fh.read(SNIFF_BYTES)
+    head = _first_bytes(path, head)
+    if head is None:
+        return False
     compact = head.replace(b" ", b"")
     return b'"traceEvents"' in compact and sum(track in compact for track in _V1_TRACKS) >= 2
 
