@@ -6,7 +6,7 @@
 -- finding: copy, copies
 -- group: copy_kind
 -- total: copy_ns
--- show: at_ns, copy_ns, exposed_ns, bytes, gb_per_s, range_path
+-- show: at_ns, device_id, copy_ns, exposed_ns, bytes, gb_per_s, range_path
 -- column trace_id: trace (trace.trace_id)
 -- column device_id: GPU of the copy
 -- column stream_id: its stream
