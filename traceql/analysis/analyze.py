@@ -331,9 +331,10 @@ def _rule_text(analysis: Analysis, x: dict, n: int | None, t: dict, out, fmt: st
     r = analysis.rules[x["rule"]]
     advice = x["advice"] if r.name not in advised else f"as for trace {min(advised_by(analysis, r.name))} above"
     advised.add(r.name)
-    pct = "" if x["recoverable_pct"] is None else f" ({x['recoverable_pct']:.2f}% of the trace span)"
-    if (x["recoverable_pct"] or 0) > 100:  # (a multi-GPU trace's idle or copy time, summed over its GPUs)
-        pct = f" ({x['recoverable_pct']:.2f}% of the trace span: the times of its GPUs, streams or threads add up)"
+    share = x["recoverable_pct"]
+    # above 100 %: a multi-GPU trace's idle or copy time, summed over its GPUs
+    why = ": the times of its GPUs, streams or threads add up" if (share or 0) > 100 else ""
+    pct = "" if share is None else f" ({share:.2f}% of the trace span{why})"
     number = f"{n}. " if n is not None else ""
     if fmt == "markdown":
         out.write(f"\n### {number}`{x['rule']}`: {x['summary']}{pct}\n\n")
