@@ -170,7 +170,8 @@ def render(results: list[dict], start: dict, scale: list[dict], meta: dict) -> s
         "",
         f"Written by `{meta['command']}` on {meta['date']}, traceql {meta['rev']}. {meta['machine']}; Python "
         f"{meta['python']}, DuckDB {meta['duckdb']}, nsys-ai {meta['nsysai'] or 'not measured'}. Every figure is the "
-        f"median of {meta['runs']} runs (traceql and nsys-ai in turn); `bench/first.py` says what runs. "
+        f"median of {meta['runs']} runs ({meta.get('size_runs', 1)} on the generated exports; traceql and nsys-ai in turn); "
+        "`bench/first.py` says what runs. "
         "**The machine was shared and loaded** (1-minute load average given per row, on 2 cores): wall times are "
         "stretched by the load several times over, CPU seconds (user + system of every process of the answer) "
         "much less; compare the ratios of one row, not rows of different loads.",
@@ -217,6 +218,9 @@ def main(argv=None) -> None:
     ap.add_argument("--answers", nargs="*", default=list(ANSWERS), choices=list(ANSWERS))
     ap.add_argument("--big-answers", nargs="*", default=["kernel", "range"], choices=list(ANSWERS),
                     help="first answers measured on the generated exports of --sizes")
+    ap.add_argument("--size-runs", type=int, default=3,
+                    help="runs of each first answer on the generated exports (one run is too noisy to rank two "
+                         "tools that differ by a few percent)")
     ap.add_argument("--no-nsys-ai", action="store_true")
     ap.add_argument("--no-two", action="store_true", help="no two-command column (ingest, then the answer)")
     ap.add_argument("--no-two-sizes", action="store_true",
@@ -234,7 +238,7 @@ def main(argv=None) -> None:
             bench.log(f"nsys-ai: {nsysai.problem}")
     results = [measure_input(src, nsysai, args.runs, args.answers, not args.no_two) for src in small_inputs()]
     for k in args.sizes:
-        results.append(measure_input(DATA / f"torch_{k}.sqlite", nsysai, 1, args.big_answers,
+        results.append(measure_input(DATA / f"torch_{k}.sqlite", nsysai, args.size_runs, args.big_answers,
                                      not (args.no_two or args.no_two_sizes)))
     db = DATA / "first_startup.duckdb"
     db.unlink(missing_ok=True)
@@ -252,7 +256,8 @@ def main(argv=None) -> None:
                 date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), rev=rev,
                 machine=f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}",
                 python=platform.python_version(), duckdb=duckdb.__version__,
-                nsysai=nsysai.version if nsysai and not nsysai.problem else None, runs=args.runs)
+                nsysai=nsysai.version if nsysai and not nsysai.problem else None, runs=args.runs,
+                size_runs=args.size_runs)
     text = render(results, start, scale, meta)
     if args.json:
         Path(args.json).write_text(json.dumps(dict(meta=meta, results=results, startup=start, scaling=scale), indent=1))

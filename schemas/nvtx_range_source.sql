@@ -4,7 +4,9 @@
 -- contract table: nvtx_range is. A workspace without this table built nvtx_range at ingest.
 CREATE TABLE IF NOT EXISTS nvtx_range_source (
     trace_id          INTEGER NOT NULL, -- trace this row belongs to (trace.trace_id)
-    range_id          BIGINT NOT NULL,  -- nvtx_range.range_id: in (start, end descending) order
+    range_id          BIGINT NOT NULL,  -- nvtx_range.range_id: in (start, end descending) order; or, left
+                                        -- for the nesting to number (an ingest that did not nest the
+                                        -- ranges), -1 - the range's row in the source: negative
     pid               BIGINT,           -- nvtx_range.pid
     tid               BIGINT,           -- nvtx_range.tid
     end_tid           BIGINT,           -- nvtx_range.end_tid

@@ -304,15 +304,6 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
             "FROM src_nvtx_event WHERE kind = 'mark'", [trace_id])
 
     step("nvtx_range")
-    # Range ids in (start, end descending) order: sort the narrow keys, then join the wide rows
-    # back; sorting the rows with their name strings costs three times as much. The ranges wait
-    # in nvtx_range_source, nested into nvtx_range by the family 'nesting' (schemas/derive/graph.csv).
-    range_order = "ORDER BY ts, end_ts DESC NULLS FIRST, src_row"
-    if ranges and not small:  # (a small export's in one pass, as the ID_TABLES above)
-        con.execute(
-            f"CREATE TABLE raw.nvtx_ids AS "
-            f"SELECT src_row, row_number() OVER ({range_order}) - 1 AS range_id "
-            "FROM src_nvtx_event WHERE kind = 'range'")
     # allocations and frees, placed in ranges once nvtx_range holds them (schemas/derive/memory_event.sql)
     memory = "src_memory_event" in present
     if memory:
@@ -323,15 +314,36 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
     # (3 CPU s more for 3 M ranges), only to delete them.
     nest = derivation.nesting() in families or memory
     source = derivation.RANGE_SOURCE
-    if nest:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {source} AS SELECT * FROM {source} LIMIT 0")
-    if ranges:
+    if ranges and not nest:
+        # Left for the nesting, which numbers them (schemas/derive/nvtx_range.sql): each keeps
+        # -1 - its source row as range_id. Numbering them here was a sort and a join of 3 M rows
+        # (0.9 s of a 6.6 s first `report --by kernel` at 1 M kernels) that the kernel report
+        # does not need.
         con.execute(
-            f"INSERT INTO {'temp.main.' if nest else ''}{source} BY NAME "
-            + (f"SELECT ?::INTEGER AS trace_id, row_number() OVER ({range_order}) - 1 AS range_id, "
-               "* EXCLUDE (src_row, kind) FROM src_nvtx_event WHERE kind = 'range'" if small else
-               "SELECT ?::INTEGER AS trace_id, i.range_id, e.* EXCLUDE (src_row, kind) "
-               "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row"), [trace_id])
+            f"INSERT INTO {source} BY NAME SELECT ?::INTEGER AS trace_id, -1 - src_row AS range_id, "
+            "* EXCLUDE (src_row, kind) FROM src_nvtx_event WHERE kind = 'range'", [trace_id])
+    elif ranges:
+        # Range ids in (start, end descending) order: sort the narrow keys, then join the wide rows
+        # back; sorting the rows with their name strings costs three times as much (a small
+        # export's in one pass, as the ID_TABLES above).
+        range_order = "ORDER BY ts, end_ts DESC NULLS FIRST, src_row"
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {source} AS SELECT * FROM {source} LIMIT 0")
+        if small:
+            con.execute(
+                f"INSERT INTO temp.main.{source} BY NAME "
+                f"SELECT ?::INTEGER AS trace_id, row_number() OVER ({range_order}) - 1 AS range_id, "
+                "* EXCLUDE (src_row, kind) FROM src_nvtx_event WHERE kind = 'range'", [trace_id])
+        else:
+            con.execute(
+                f"CREATE TABLE raw.nvtx_ids AS "
+                f"SELECT src_row, row_number() OVER ({range_order}) - 1 AS range_id "
+                "FROM src_nvtx_event WHERE kind = 'range'")
+            con.execute(
+                f"INSERT INTO temp.main.{source} BY NAME "
+                "SELECT ?::INTEGER AS trace_id, i.range_id, e.* EXCLUDE (src_row, kind) "
+                "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row", [trace_id])
+    elif nest:  # (the nesting reads the temporary table: empty)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {source} AS SELECT * FROM {source} LIMIT 0")
     free_staging(con)  # every source table has been read: memory for the rest
     if nest:
         derive(con, trace_id, step, {derivation.nesting()})
