@@ -153,3 +153,33 @@ def test_stacked_plot_one_bar_per_event(cs336, tmp_path):
     assert (tmp_path / "kfac.png").stat().st_size > 10_000
     with pytest.raises(traceql.UsageError, match="--stacked"):
         traceql.open(db).plot("kernel", stacked=True)
+
+
+@pytest.mark.parametrize("skip", [0, 1])
+def test_ranges_of_a_process_without_synchronizations(cs336, tmp_path, skip):
+    """Only the instances of processes that made a blocking synchronization are sorted among
+    them (queries/range.sql, probed); the others hold 0 sync time, not NULL, and are still
+    counted. The 'Forward' ranges of a copy of cs336 are moved to a process that made none:
+    their row keeps its instances, CPU and kernel time, and its sync time becomes 0; every other
+    row is unchanged."""
+    import shutil
+
+    import duckdb
+
+    db, instances = cs336
+    copy = tmp_path / "moved.duckdb"
+    shutil.copy(db, copy)
+    con = duckdb.connect(str(copy))
+    pid = con.execute("SELECT max(pid) + 1 FROM nvtx_range").fetchone()[0]
+    assert con.execute("SELECT count(*) FROM sync_event WHERE pid = ?", [pid]).fetchone()[0] == 0
+    con.execute("UPDATE nvtx_range SET pid = ? WHERE name = 'Forward'", [pid])
+    con.close()
+    want = expected(instances, skip)
+    assert want["Forward"]["sync_ns"] > 0  # the moved ranges held synchronizations in their own process
+    with traceql.open(copy) as ws:
+        got = {r["name"]: r for r in ws.report("range", spread=True, skip_first=skip or None).to_pylist()}
+    assert set(got) == set(want)
+    for name, w in want.items():
+        for key, value in w.items():
+            expect = 0 if (name, key) == ("Forward", "sync_ns") else value
+            assert got[name][key] == pytest.approx(expect, abs=0.051), (name, key)
