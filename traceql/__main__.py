@@ -8,9 +8,9 @@ for _name in ("SIGTERM", "SIGHUP"):
         signal.signal(getattr(signal, _name), signal.default_int_handler)
 
 try:
-    from traceql.cli import main
+    from traceql.cli import run
 except KeyboardInterrupt:  # Ctrl-C while Python loads traceql: no traceback, the exit code of an interrupt
     sys.stderr.write("traceql: interrupted\n")
     sys.exit(130)
 
-main()
+run()

@@ -2,9 +2,9 @@
 main.py runs it; group.py and params.py hold the group and the options commands share; one file per
 command group; output.py what they print."""
 
-from traceql.cli.main import main
+from traceql.cli.main import main, run
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "main", "run"]
 
 
 def __getattr__(name: str):

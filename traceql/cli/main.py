@@ -83,6 +83,40 @@ def main(argv=None) -> None:
         sys.exit(1)
 
 
+def run() -> None:
+    """The `traceql` command (the console script and `python -m traceql`): main(), then the end of
+    the process (_exit_now). main() called from Python returns."""
+    main()
+    _exit_now()
+
+
+def _exit_now() -> None:
+    """End a command run from the shell that succeeded without Python's shutdown, when the
+    shutdown has nothing left to do: tearing down every module (DuckDB's, click's, traceql's) was
+    12 ms of a 0.16 s report from a workspace (0.158 -> 0.146 s, medians of 20 paired runs). Not
+    when an exit function is registered (tempfile's and weakref.finalize's clean-ups register
+    one, as do Spark and multiprocessing), a thread that is not a daemon is alive, a tracer or a
+    profiler runs (coverage, cProfile write their results at exit), or stdout or stderr cannot be
+    flushed: then Python ends the process as usual. Every file traceql writes is closed by the
+    command that writes it (the workspace's connections too, before they are renamed into
+    place)."""
+    import atexit
+    import os
+    import threading
+
+    count = getattr(atexit, "_ncallbacks", None)  # (CPython's; elsewhere the usual shutdown)
+    if count is None or count() or sys.gettrace() is not None or sys.getprofile() is not None:
+        return
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # closed meanwhile: the usual shutdown says what it says
+        return
+    os._exit(0)
+
+
 def _version() -> None:
     """What `traceql --version` prints, as click's version option of the group prints it."""
     from traceql.core.version import __version__
