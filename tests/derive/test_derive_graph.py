@@ -42,6 +42,8 @@ def test_graph_inputs_are_what_the_sql_reads():
         sql = read_schema(f"derive/{s.table}.sql")
         if s.table == "kernel_op":
             sql += read_schema("derive/kernel_op_units.sql") + "\nSELECT name FROM torch_op"
+        if s.table == "nvtx_range":  # then the memory events' ranges (traceql.store.families.derive)
+            sql += read_schema("derive/memory_range.sql")
         reads = _tables_read(sql) - {s.table} - set(s.writes)
         assert set(s.inputs) == reads, s.table
         assert set(s.needs_any) <= NAMES and set(s.writes) <= NAMES, s.table
@@ -63,12 +65,18 @@ def test_families_and_what_reads_them():
     assert derivation.read_by("SELECT * FROM range_gpu") == {"nesting", "attribution"}
     assert derivation.read_by("SELECT * FROM KERNEL_OP") == {"nesting", "attribution", "pytorch"}
     assert derivation.read_by("SELECT * FROM call_stack") == {"nesting", "attribution", "pytorch"}  # op_stack writes PyProf stacks
+    assert derivation.read_by("SELECT range_id FROM memory_event") == {"nesting"}  # the nesting places them in ranges
+    assert "nesting" in derivation.read_by(builtin("memory").sql)
     assert derivation.read_by("SELECT * FROM device_busy") == {"busy"}
     assert derivation.read_by("SELECT * FROM ingest_stats") == {"nesting", "attribution", "pytorch", "busy", "peak"}
     keys = derivation.stat_keys(["attribution"])
     assert keys == {"op_range.unattributed_ops", "nvtx_range.without_gpu_work"}
-    # the ranges' own diagnostics read nvtx_range_any (their rows are there before the nesting is built)
-    assert derivation.stat_keys(["nesting"]) == {"nvtx_range.beyond_depth_cap", "nvtx_range.without_gpu_work"}
+    # the ranges' own diagnostics read nvtx_range_any (their rows are there before the nesting is built);
+    # the memory events' are written with the nesting, which completes memory_event (their ranges)
+    assert derivation.stat_keys(["nesting"]) == {"nvtx_range.beyond_depth_cap", "nvtx_range.without_gpu_work",
+                                                 "memory_event.free_without_allocation",
+                                                 "memory_event.allocation_not_freed", "memory_event.without_address",
+                                                 "memory_event.held_before_capture"}
 
 
 def shared_traces() -> list[Path]:
@@ -166,17 +174,19 @@ def test_lazily_built_tables_equal_eagerly_built_ones_on_representative_traces(t
     con.close()
     with traceql.open(lazy) as ws:
         n = len(ws.trace_ids())
-        # the ranges are nested at ingest only for the traces with memory events (placed in ranges);
-        # the others' wait in nvtx_range_source
+        # no range is nested at ingest, not even those of traces with memory events: their ranges
+        # (memory_event.range_id) wait for the nesting too; every trace's ranges wait in nvtx_range_source
         with_memory = {r[0] for r in ws.con.execute("SELECT DISTINCT trace_id FROM memory_event").fetchall()}
-        assert with_memory and len(ranged - with_memory) >= 5
+        assert with_memory & ranged and len(ranged - with_memory) >= 5
         assert ws.con.execute("SELECT family, count(*) AS n FROM derived_family GROUP BY 1 ORDER BY 1").fetchall() == [
-            ("ingest", n), ("nesting", len(with_memory))]
-        assert {r[0] for r in ws.con.execute(f"SELECT DISTINCT trace_id FROM {RANGE_SOURCE}").fetchall()} == \
-            ranged - with_memory
-        assert ws.con.execute("SELECT count(*) FROM nvtx_range WHERE NOT list_contains(?, trace_id)",
-                              [sorted(with_memory)]).fetchone()[0] == 0
-        assert ws.sql("SELECT count(*) AS n FROM op_range").column("n")[0].as_py() > 0  # builds nesting, attribution
+            ("ingest", n)]
+        assert {r[0] for r in ws.con.execute(f"SELECT DISTINCT trace_id FROM {RANGE_SOURCE}").fetchall()} == ranged
+        assert ws.con.execute("SELECT count(*) FROM nvtx_range").fetchone()[0] == 0
+        assert ws.con.execute("SELECT count(range_id) FROM memory_event").fetchone()[0] == 0
+        placed = ws.sql("SELECT count(range_id) AS n FROM memory_event").column("n")[0].as_py()  # builds nesting
+        assert placed > 0 and sorted(r[0] for r in ws.con.execute("SELECT DISTINCT family FROM derived_family").fetchall()) == [
+            "ingest", "nesting"]
+        assert ws.sql("SELECT count(*) AS n FROM op_range").column("n")[0].as_py() > 0  # builds attribution
         assert sorted(r[0] for r in ws.con.execute("SELECT DISTINCT family FROM derived_family").fetchall()) == [
             "attribution", "ingest", "nesting"]
         assert ws.con.execute(f"SELECT count(*) FROM {RANGE_SOURCE}").fetchone()[0] == 0  # each range kept once
@@ -186,7 +196,7 @@ def test_lazily_built_tables_equal_eagerly_built_ones_on_representative_traces(t
     diff = _differences(full, lazy)
     assert {t: d for t, d in diff.items() if d[1] or d[2]} == {}
     for table in ("launch", "nvtx_range", "op_range", "range_gpu", "torch_op", "kernel_op", "device_busy", "op_stack", "device_peak",
-                  "ingest_stats"):
+                  "memory_event", "ingest_stats"):
         assert diff[table][0] > 0, table  # the comparison saw rows of every family
 
 

@@ -50,7 +50,8 @@ CHANGES = {
        "counter tracks in the Perfetto export; "
        "trace.driver_version, cuda_driver_version, cuda_runtime_version and torch_version "
        "(diff warns when they differ); gpu_gaps: overhead records that start at the same time all count for "
-       "cause 'profiler'; nvtx_range nested when a query first reads it (the ranges wait in nvtx_range_source)",
+       "cause 'profiler'; nvtx_range nested when a query first reads it (the ranges wait in nvtx_range_source), "
+       "and memory_event.range_id placed then",
 }
 
 TABLE = "workspace_version"

@@ -72,6 +72,8 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
         if table == "nvtx_range":  # a trace's ranges are in one of the two (schemas/include/nvtx_range_any.sql)
             con.execute(f"DELETE FROM {derivation.RANGE_SOURCE} WHERE trace_id = ?", [trace_id])
+            if con.execute("SELECT EXISTS (SELECT 1 FROM memory_event WHERE trace_id = ?)", [trace_id]).fetchone()[0]:
+                con.execute(read_schema("derive/memory_range.sql"))  # the memory events' ranges (graph.csv: writes)
         done.append(table)
         free_staging(con)
     return done

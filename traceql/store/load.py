@@ -251,7 +251,7 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
           small: bool = False) -> bool:
     """The contract tables read from the source's adapter views (ingest_one derives the rest), and
     nvtx_range_source. The ranges are nested into nvtx_range now when FAMILIES holds the family
-    'nesting' or the trace has memory events (they are placed in ranges); returns whether they were.
+    'nesting' (which also places the memory events in them); returns whether they were.
     small: the export is small (traceql.core.settings.small_input_threads): rows are numbered in one
     pass (see below)."""
     offset = 0  # kernel, memcpy and memset share one id space; api_call has its own
@@ -304,15 +304,15 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
             "FROM src_nvtx_event WHERE kind = 'mark'", [trace_id])
 
     step("nvtx_range")
-    # allocations and frees, placed in ranges once nvtx_range holds them (schemas/derive/memory_event.sql)
+    # allocations and frees (schemas/derive/memory_event.sql), written below; the nesting places
+    # them in the ranges (schemas/derive/memory_range.sql)
     memory = "src_memory_event" in present
     if memory:
         con.execute("CREATE OR REPLACE TEMP TABLE memory_stage AS SELECT * FROM src_memory_event")
-    # Nested now when asked for, or when memory events are to be placed in the ranges. Then the
-    # ranges are staged in a temporary table of the same name, which the nesting reads (DuckDB
-    # looks a name up in temp first) and empties: a table of the workspace would write them to disk
-    # (3 CPU s more for 3 M ranges), only to delete them.
-    nest = derivation.nesting() in families or memory
+    # Nested now when asked for. Then the ranges are staged in a temporary table of the same name,
+    # which the nesting reads (DuckDB looks a name up in temp first) and empties: a table of the
+    # workspace would write them to disk (3 CPU s more for 3 M ranges), only to delete them.
+    nest = derivation.nesting() in families
     source = derivation.RANGE_SOURCE
     if ranges and not nest:
         # Left for the nesting, which numbers them (schemas/derive/nvtx_range.sql): each keeps
@@ -345,16 +345,15 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
     elif nest:  # (the nesting reads the temporary table: empty)
         con.execute(f"CREATE OR REPLACE TEMP TABLE {source} AS SELECT * FROM {source} LIMIT 0")
     free_staging(con)  # every source table has been read: memory for the rest
-    if nest:
-        derive(con, trace_id, step, {derivation.nesting()})
-        con.execute(f"DROP TABLE temp.main.{source}")
-
     step("memory_event")
-    if memory:
+    if memory:  # (before the nesting, which places them in the ranges)
         con.execute("SET VARIABLE trace_id = ?", [trace_id])
         con.execute(read_schema("derive/memory_event.sql"))
         con.execute("INSERT INTO memory_event BY NAME SELECT * FROM derived_memory_event")
         free_staging(con, "memory_stage")
+    if nest:
+        derive(con, trace_id, step, {derivation.nesting()})
+        con.execute(f"DROP TABLE temp.main.{source}")
     return nest
 
 
