@@ -58,7 +58,7 @@ REPORTS: dict[str, Report] = {
                     "NVTX ranges: CPU, GPU and sync time (--spread, --skip-first)",
                     groupings=("group", "name", "path"), stored=True),
     "op": Report("op", {"with_shapes": False, "level": "top"},
-                 "PyTorch ops: forward/backward GPU time, FLOPs, roofline", range_rule=_OPS),
+                 "PyTorch ops: forward/backward GPU time, FLOPs, roofline", range_rule=_OPS, stored=True),
     "kernel-op": Report("kernel_op", {}, "per kernel its PyTorch op: PyProf's table (-c all, --width)",
                         range_rule=RangeRule("kernel_id", "range_ops", "sil", "gpu_ns")),
     "layer": Report("layer", {}, "GPU work per PyProf 'layer:' annotation, fwd and bwd", range_rule=_OPS),

@@ -1,5 +1,5 @@
-"""Reports stored at ingest: the default `--by kernel`, `--by api`, `--by gpu` and `--by range`
-of each trace, computed by the same query library SQL the report runs, so that asking for them
+"""Reports stored at ingest: the default `--by kernel`, `--by api`, `--by gpu`, `--by range` and
+`--by op` of each trace (the last two when their families are built), computed by the same query library SQL the report runs, so that asking for them
 reads a few rows instead of scanning millions.
 
 A stored report answers only what it was computed for: the report's default parameters, no
