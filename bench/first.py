@@ -15,8 +15,8 @@ system of every process of the answer, os.wait4): the machine is shared and its 
 row) stretches wall time far more than CPU time.
 
 Also measured: the same first kernel answer in two commands (`traceql ingest FILE`, then the
-report: two processes, as before a report took a file), start-up (`--version`, `sql 'SELECT 1'`, a report from the
-workspace, against `python -c pass` and `python -c 'import duckdb'`), and with --sizes the full
+report: two processes, as before a report took a file), start-up (`--version`, `sql 'SELECT 1'`, each answer's report from a
+workspace of each export, against `python -c pass` and `python -c 'import duckdb'`), and with --sizes the full
 ingest (TRACEQL_DERIVE=eager: every derived table) per size: CPU seconds, ns per kernel, peak RSS,
 and the SQLite floor (Python's sqlite3 scanning every column ingest reads, bench/run.py).
 """
@@ -110,13 +110,17 @@ def measure_input(src: Path, nsysai, runs: int, answers, two: bool = True) -> di
     return out
 
 
-def startup(db: Path, runs: int) -> dict:
+def startup(dbs: dict[str, Path], runs: int) -> dict:
+    """Start-up commands on the first workspace, and every answer's report on each workspace of
+    DBS (name -> a workspace of that export, every family built)."""
+    first = next(iter(dbs.values()))
     cmds = {"python -c pass": [sys.executable, "-c", "pass"],
             "python -c 'import duckdb'": [sys.executable, "-c", "import duckdb"],
             "traceql --version": [sys.executable, "-m", "traceql", "--version"],
-            "traceql sql 'SELECT 1'": [sys.executable, "-m", "traceql", "--db", str(db), "sql", "SELECT 1"]}
-    for answer, args in ANSWERS.items():
-        cmds[f"traceql {' '.join(args)} (workspace built)"] = [sys.executable, "-m", "traceql", "--db", str(db)] + args
+            "traceql sql 'SELECT 1'": [sys.executable, "-m", "traceql", "--db", str(first), "sql", "SELECT 1"]}
+    for name, db in dbs.items():
+        for answer, args in ANSWERS.items():
+            cmds[f"traceql {' '.join(args)} ({name})"] = [sys.executable, "-m", "traceql", "--db", str(db)] + args
     out = {}
     for name, cmd in cmds.items():
         procs = [bench.run_child(cmd, env=ENV) for _ in range(runs + 1)][1:]  # the first warms the caches
@@ -170,7 +174,8 @@ def render(results: list[dict], start: dict, scale: list[dict], meta: dict) -> s
         "",
         f"Written by `{meta['command']}` on {meta['date']}, traceql {meta['rev']}. {meta['machine']}; Python "
         f"{meta['python']}, DuckDB {meta['duckdb']}, nsys-ai {meta['nsysai'] or 'not measured'}. Every figure is the "
-        f"median of {meta['runs']} runs ({meta.get('size_runs', 1)} on the generated exports; traceql and nsys-ai in turn); "
+        f"median of {meta['runs']} runs ({meta.get('size_runs', 1)} on the generated exports; traceql and nsys-ai in turn; "
+        f"{meta.get('startup_runs', meta['runs'])} for the start-up commands); "
         "`bench/first.py` says what runs. "
         "**The machine was shared and loaded** (1-minute load average given per row, on 2 cores): wall times are "
         "stretched by the load several times over, CPU seconds (user + system of every process of the answer) "
@@ -192,10 +197,11 @@ def render(results: list[dict], start: dict, scale: list[dict], meta: dict) -> s
                      f"{cell(m['two'])} | {cell(m['nsysai'])} | {ratio(m['traceql'], m['nsysai'], 'secs')} / "
                      f"{ratio(m['traceql'], m['nsysai'], 'cpu')} | {f3(r['floor']['secs'])} s | "
                      f"{(m['traceql'] or {}).get('load', 0):.1f} |")
-    L += ["", "## Start-up and reports from a workspace (one of the exports above, every family built)", "",
+    L += ["", "## Start-up, and reports from a workspace of each export above (every family built)", "",
           "| command | wall (s) | CPU (s) | load |", "|---|---:|---:|---:|"]
     for name, m in start.items():
-        L.append(f"| `{name}` | {f3(m['secs'])} | {f3(m['cpu'])} | {m['load']:.1f} |")
+        failed = "" if m["ok"] else " (FAILED: a run exited non-zero)"
+        L.append(f"| `{name}`{failed} | {f3(m['secs'])} | {f3(m['cpu'])} | {m['load']:.1f} |")
     if scale:
         L += ["", "## Full ingest (every derived table, TRACEQL_DERIVE=eager) of generated PyTorch-shaped exports", "",
               "| kernels | source rows | wall (s) | CPU (s) | ns per kernel (CPU) | peak RSS (MB) | SQLite floor (s, CPU) "
@@ -221,6 +227,8 @@ def main(argv=None) -> None:
     ap.add_argument("--size-runs", type=int, default=3,
                     help="runs of each first answer on the generated exports (one run is too noisy to rank two "
                          "tools that differ by a few percent)")
+    ap.add_argument("--startup-runs", type=int, default=15,
+                    help="runs of each start-up command (0.02-0.2 s each: a few runs are within the noise)")
     ap.add_argument("--no-nsys-ai", action="store_true")
     ap.add_argument("--no-two", action="store_true", help="no two-command column (ingest, then the answer)")
     ap.add_argument("--no-two-sizes", action="store_true",
@@ -240,14 +248,18 @@ def main(argv=None) -> None:
     for k in args.sizes:
         results.append(measure_input(DATA / f"torch_{k}.sqlite", nsysai, args.size_runs, args.big_answers,
                                      not (args.no_two or args.no_two_sizes)))
-    db = DATA / "first_startup.duckdb"
-    db.unlink(missing_ok=True)
-    made = bench.run_child([sys.executable, "-m", "traceql", "--db", str(db), "ingest", str(small_inputs()[0])],
-                           env={**ENV, "TRACEQL_DERIVE": "eager"})
-    if made.rc != 0:
-        raise SystemExit(f"ingest for the start-up rows failed ({made.rc}): {made.err[-300:]}")
-    start = startup(db, args.runs)
-    db.unlink(missing_ok=True)
+    dbs = {}
+    for src in small_inputs():
+        db = DATA / f"first_startup_{len(dbs)}.duckdb"
+        db.unlink(missing_ok=True)
+        made = bench.run_child([sys.executable, "-m", "traceql", "--db", str(db), "ingest", str(src)],
+                               env={**ENV, "TRACEQL_DERIVE": "eager"})
+        if made.rc != 0:
+            raise SystemExit(f"ingest for the start-up rows failed ({made.rc}): {made.err[-300:]}")
+        dbs[src.parent.name] = db
+    start = startup(dbs, args.startup_runs)
+    for db in dbs.values():
+        db.unlink(missing_ok=True)
     scale = [] if args.no_full_ingest else [scaling(k, 1) for k in args.sizes]
     import duckdb
 
@@ -257,7 +269,7 @@ def main(argv=None) -> None:
                 machine=f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}",
                 python=platform.python_version(), duckdb=duckdb.__version__,
                 nsysai=nsysai.version if nsysai and not nsysai.problem else None, runs=args.runs,
-                size_runs=args.size_runs)
+                size_runs=args.size_runs, startup_runs=args.startup_runs)
     text = render(results, start, scale, meta)
     if args.json:
         Path(args.json).write_text(json.dumps(dict(meta=meta, results=results, startup=start, scaling=scale), indent=1))
