@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from traceql.query.jobs import pooling_warning, split_note
+from traceql.query.registry import STORED
 from traceql.query.reports import REPORTS, blurb, check_options, empty_note, report_query, summary_sql
 from traceql.cli.context import Context, allow_numpy, table_width, wide
 from traceql.cli.output import check_output, check_unit, emit, say, tell
@@ -67,8 +68,8 @@ ONE_ROW_PER_TRACE = ("rank", "clock", "memory")  # reports whose rows are traces
 @unit_option("Times in this unit in --format table or markdown (default: table picks a readable unit).")
 @report_options
 @click.option("--recompute", is_flag=True,
-              help="Compute the report from the tables even when ingest stored it (kernel, api, gpu and range "
-                   "with their default options store one per trace; the rows are the same).")
+              help=f"Compute the report from the tables even when ingest stored it ({', '.join(STORED[:-1])} "
+                   f"and {STORED[-1]} with their default options store one per trace; the rows are the same).")
 @click.option("--range", "range_names", multiple=True, metavar="NAME",
               help="Only the work launched inside the NVTX ranges of this name: full name, grouping name "
                    "(--by range's rows) or nesting path; repeatable. By any thread of the range's process, each "
