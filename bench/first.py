@@ -15,10 +15,11 @@ system of every process of the answer, os.wait4): the machine is shared and its 
 row) stretches wall time far more than CPU time.
 
 Also measured: the same first kernel answer in two commands (`traceql ingest FILE`, then the
-report: two processes, as before a report took a file), start-up (`--version`, `sql 'SELECT 1'`, each answer's report from a
-workspace of each export, against `python -c pass` and `python -c 'import duckdb'`), and with --sizes the full
-ingest (TRACEQL_DERIVE=eager: every derived table) per size: CPU seconds, ns per kernel, peak RSS,
-and the SQLite floor (Python's sqlite3 scanning every column ingest reads, bench/run.py).
+report: two processes, as before a report took a file), start-up (`--version`, `sql 'SELECT 1'`,
+each answer's report from a workspace of each export, against `python -c pass` and `python -c
+'import duckdb'`), and with --sizes the full ingest (TRACEQL_DERIVE=eager: every derived table)
+per size: CPU seconds, ns per kernel, peak RSS, and the SQLite floor (Python's sqlite3 scanning
+every column ingest reads, bench/run.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Reports stored at ingest: the default `--by kernel`, `--by api`, `--by gpu`, `--by range` and
-`--by op` of each trace (the last two when their families are built), computed by the same query library SQL the report runs, so that asking for them
-reads a few rows instead of scanning millions.
+"""Reports stored at ingest: the default rows of each trace of the reports the registry marks
+stored (registry.STORED; one that reads a family built on first use, when that is built),
+computed by the same query library SQL the report runs, so that asking for them reads a few rows
+instead of scanning millions.
 
 A stored report answers only what it was computed for: the report's default parameters, no
 --where, and either one trace or --per-trace. Anything else is computed as before. Each report
