@@ -431,3 +431,43 @@ def test_kineto_ns_every_shape_equals_the_documented_rule():
     got = con.execute("SELECT list(kineto_ns(v) ORDER BY i) FROM (SELECT unnest($v) AS v, generate_subscripts($v, 1) AS i)",
                       {"v": numbers + other}).fetchone()[0]
     assert got == [ns(v) for v in numbers] + [None] * len(other)
+
+
+def _insert_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "traceql-kineto-insert"]
+
+
+def test_failed_insert_stops_the_staging(tmp_path, monkeypatch):
+    """The batches are inserted by a thread of their own (kineto._Inserter): an insert that fails
+    (here the 31st event breaks a CHECK) is raised by stage, whose reading stops, and the thread
+    is gone."""
+    import duckdb
+
+    from traceql.core.resources import read_schema
+    monkeypatch.setattr(kineto, "BLOCK", 333)  # many small batches
+    ddl = read_schema("kineto/raw.sql").replace("args VARCHAR\n", "args VARCHAR CHECK (src_row <> 30)\n")
+    assert ddl != read_schema("kineto/raw.sql")
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS raw")
+    with pytest.raises(duckdb.ConstraintException, match="CHECK"):
+        kineto.stage(con, _write(tmp_path / "t.json", _doc(200)), ddl)
+    assert not _insert_threads()
+    assert con.execute("SELECT count(*) FROM raw.kineto_event").fetchone()[0] < 200
+
+
+def test_damaged_json_stops_the_insert_thread(tmp_path, monkeypatch):
+    """Bad JSON after some batches were queued: stage raises the reader's error, and the insert
+    thread is gone."""
+    import duckdb
+
+    from traceql.core.resources import read_schema
+    monkeypatch.setattr(kineto, "BLOCK", 333)
+    text = _doc(200)
+    cut = text.index('"k150<')
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS raw")
+    with pytest.raises(InputError):
+        kineto.stage(con, _write(tmp_path / "t.json", text[:cut] + "{{{" + text[cut:]), read_schema("kineto/raw.sql"))
+    assert not _insert_threads()
