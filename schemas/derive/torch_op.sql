@@ -38,7 +38,7 @@
 -- (cand and parsed are each read twice: NOT MATERIALIZED keeps DuckDB from holding a copy of
 -- every candidate range with its name while the table is written. The PyProf arguments read
 -- parsed, not typed, so that typed, read once, is not held either. At 4 M generated kernels the
--- copies spilled: building the PyTorch family took 101 against 90 s, 189 against 170 CPU s.)
+-- copies spilled: building the PyTorch family took 90 s instead of 101, 170 CPU s instead of 189.)
 CREATE OR REPLACE TABLE raw.torch_parsed AS
 WITH cand AS NOT MATERIALIZED (
     SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, ts, dur, depth, name,

@@ -17,9 +17,10 @@ file size:
    boundary between two events. What follows the array's closing bracket is decoded like
    the text before it.
 3. Each list of events becomes an Arrow batch inserted into raw.kineto_event
-   (schemas/kineto/raw.sql) by a second thread, while the next block is decoded (_Inserter): phase, category, name, pid, tid and id as values;
-   ts, dur and args as their exact JSON text (msgspec.Raw), never through a float. The
-   adapter SQL (schemas/kineto/) converts and maps everything else.
+   (schemas/kineto/raw.sql) by a second thread while the next block is decoded (_Inserter):
+   phase, category, name, pid, tid and id as values; ts, dur and args as their exact JSON
+   text (msgspec.Raw), never through a float. The adapter SQL (schemas/kineto/) converts and
+   maps everything else.
 
 Times: Kineto writes microseconds with up to three decimals, either relative to
 baseTimeNanoseconds (1.4e12 us) or since the Unix epoch (1.7e15 us: 19 significant digits with
@@ -381,8 +382,9 @@ class _Inserter:
     """Inserts the Arrow batches into raw.kineto_event in a thread of its own, while the next
     block is decoded: DuckDB releases the GIL while it copies a batch, so the copy (0.7 of 4.2 s
     staging 704 k events) overlaps the decoding. At most QUEUED batches wait: memory stays
-    bounded by the block size. The connection is used by this thread alone until close(),
-    which waits for the last insert and raises the error of a failed one."""
+    bounded by the block size. The connection is used by this thread alone until the `with`
+    block ends, which waits for the last insert and raises the error of a failed one; an error
+    of the reading drops the batches still queued."""
 
     QUEUED = 2
 
