@@ -108,16 +108,26 @@ paths AS (
 )
 SELECT range_id, path FROM paths;
 
+-- the paths that ranges deeper than the cap continue: a few rows, or none. Joined in the view
+-- below as raw.nvtx_path again, they made DuckDB build a second hash table of every path (12 M
+-- ranges at 4 M kernels: the INSERT took 25 against 29-33 CPU s under the 3 GB memory limit, 32
+-- against 36-40 under 1.2 GB; tests/query/test_join_plans.py).
+-- (Making DuckDB hash raw.nvtx_parent instead of the wide ranges, by a filter that gives both
+-- sides the same default selectivity, cut it to 19 CPU s under 3 GB (not under 1.2 GB), but
+-- the ranges were then written in another order and the PyTorch family's first three steps,
+-- which read them, took 2 CPU s more at 1 M kernels than the INSERT saved: not kept.)
+CREATE OR REPLACE TABLE raw.nvtx_deep_path AS
+SELECT d.range_id, y.path FROM raw.nvtx_deep d JOIN raw.nvtx_path y ON y.range_id = d.anc_id;
+
 CREATE OR REPLACE TEMP VIEW derived_nvtx_range AS
 SELECT getvariable('trace_id')::INTEGER AS trace_id, s.range_id, s.pid, s.tid, s.end_tid, s.ts, s.end_ts - s.ts AS dur, s.name,
        s.group_name, s.domain, s.style,
        coalesce(p.depth, 0) AS depth, p.parent_range_id,
        CASE WHEN p.parent_range_id IS NULL THEN coalesce(s.group_name, '')
-            WHEN d.anc_id IS NOT NULL THEN y.path || ' > … > ' || coalesce(s.group_name, '')
+            WHEN d.range_id IS NOT NULL THEN d.path || ' > … > ' || coalesce(s.group_name, '')
             ELSE x.path || ' > ' || coalesce(s.group_name, '') END AS path,
        s.color, s.category, s.args
 FROM (SELECT *, nvtx_group_name(name) AS group_name FROM temp.main.nvtx_stage) s  -- the macro of derive/group_name.sql
 LEFT JOIN raw.nvtx_parent p USING (range_id)
 LEFT JOIN raw.nvtx_path x ON x.range_id = p.parent_range_id
-LEFT JOIN raw.nvtx_deep d ON d.range_id = s.range_id
-LEFT JOIN raw.nvtx_path y ON y.range_id = d.anc_id;
+LEFT JOIN raw.nvtx_deep_path d ON d.range_id = s.range_id;

@@ -93,6 +93,7 @@ class PlanRecorder:
     ingest's timing wrapper) and records the joins it would use."""
 
     seen: list = []
+    trees: list = []  # (statement, its plan trees as DuckDB's EXPLAIN gives them)
 
     def __init__(self, con):
         self._con = con
@@ -106,8 +107,9 @@ class PlanRecorder:
         text = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
         if EXPLAINABLE.match(text):
             rows = self._con.execute("EXPLAIN (FORMAT json) " + sql, *args).fetchall()
-            ops = [op for _, plan in rows for tree in json.loads(plan) for op in _operators(tree)]
-            PlanRecorder.seen.append((" ".join(text.split()), ops))
+            trees = [tree for _, plan in rows for tree in json.loads(plan)]
+            PlanRecorder.seen.append((" ".join(text.split()), [op for tree in trees for op in _operators(tree)]))
+            PlanRecorder.trees.append((" ".join(text.split()), trees))
         return self._con.execute(sql, *args)
 
     def __getattr__(self, name):
@@ -151,7 +153,7 @@ def built(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("TRACEQL_TIMING", "1")
     mp.setattr(ingest_mod, "_TimedConnection", PlanRecorder)
-    PlanRecorder.seen = []
+    PlanRecorder.seen, PlanRecorder.trees = [], []
     try:
         traceql.ingest(sources, db=tmp / "ws.duckdb")
         # the families of derived tables built on first use (traceql.derivation), as a query builds them
@@ -187,6 +189,50 @@ def test_the_attribution_steps_use_asof_and_iejoin(plans):
     assert op_range and se_pairs
     assert all(names.count("ASOF_JOIN") == 1 for names in op_range)
     assert all("IE_JOIN" in names for names in se_pairs)
+
+
+def _nodes(node):
+    yield node
+    for child in node.get("children", []):
+        yield from _nodes(child)
+
+
+def _scans(node) -> set[str]:
+    return {(n.get("extra_info") or {}).get("Table", "") for n in _nodes(node) if n.get("name") == "SEQ_SCAN"}
+
+
+def test_no_hash_table_of_every_op_or_path_for_a_few_rows(tmp_path, monkeypatch):
+    """Two hash tables that held a whole table for rows that are few or none: the paths of every
+    range, built a second time for the ranges deeper than the depth cap (now their own small
+    table, raw.nvtx_deep_path: schemas/derive/nvtx_range.sql), and every torch op joined with
+    its NVTX name, to look up the PyProf calls that kernels are named by (now the list of those
+    calls, raw.kop_calls, drives: schemas/derive/kernel_op.sql). An eager ingest of a generated
+    trace and of the PyTorch fixture; a hash join's second child is its build side."""
+    sources = [tmp_path / "gen.sqlite", tmp_path / "torch.sqlite"]
+    generate(sources[0], layout="3", kernels=3000, seed=3, nvtx_per_kernel=2.0)
+    con = sqlite3.connect(sources[1])
+    con.executescript((REPO / "fixtures" / "nsys_torch.sql").read_text())
+    con.close()
+    monkeypatch.setenv("TRACEQL_TIMING", "1")
+    monkeypatch.setenv("TRACEQL_DERIVE", "eager")
+    monkeypatch.setattr(ingest_mod, "_TimedConnection", PlanRecorder)
+    PlanRecorder.seen, PlanRecorder.trees = [], []
+    traceql.ingest(sources, db=tmp_path / "ws.duckdb")
+
+    def statements(head):
+        return [trees for text, trees in PlanRecorder.trees if text.startswith(head)]
+
+    nesting, kernel_op = statements("INSERT INTO nvtx_range "), statements("INSERT INTO kernel_op ")
+    assert len(nesting) == 2 and len(kernel_op) == 2
+    for trees in nesting:
+        scans = [n for tree in trees for n in _nodes(tree) if n.get("name") == "SEQ_SCAN"
+                 and "nvtx_path" in (n.get("extra_info") or {}).get("Table", "")]
+        assert len(scans) == 1
+    for trees in kernel_op:
+        joins = [n for tree in trees for n in _nodes(tree) if n.get("name") == "HASH_JOIN"]
+        built_from = [_scans(j["children"][1]) for j in joins]
+        ops = [b for b in built_from if any(t.endswith(".torch_op") for t in b)]
+        assert ops and all(any("kop_calls" in t for t in b) for b in ops), built_from
 
 
 def test_the_checker_catches_what_it_should():
