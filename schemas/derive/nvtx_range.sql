@@ -110,7 +110,7 @@ SELECT range_id, path FROM paths;
 
 -- the paths that ranges deeper than the cap continue: a few rows, or none. Joined in the view
 -- below as raw.nvtx_path again, they made DuckDB build a second hash table of every path (12 M
--- ranges at 4 M kernels: the INSERT took 25 against 29-33 CPU s under the 3 GB memory limit, 32
+-- ranges at 4 M kernels: the INSERT took 25 against 29-36 CPU s under the 3 GB memory limit, 32
 -- against 36-40 under 1.2 GB; tests/query/test_join_plans.py).
 -- (Making DuckDB hash raw.nvtx_parent instead of the wide ranges, by a filter that gives both
 -- sides the same default selectivity, cut it to 19 CPU s under 3 GB (not under 1.2 GB), but
