@@ -202,12 +202,14 @@ def _scans(node) -> set[str]:
 
 
 def test_no_hash_table_of_every_op_or_path_for_a_few_rows(tmp_path, monkeypatch):
-    """Two hash tables that held a whole table for rows that are few or none: the paths of every
-    range, built a second time for the ranges deeper than the depth cap (now their own small
-    table, raw.nvtx_deep_path: schemas/derive/nvtx_range.sql), and every torch op joined with
+    """Three hash tables that held a whole table for rows that are few or none: the paths of
+    every range, built a second time for the ranges deeper than the depth cap (now their own
+    small table, raw.nvtx_deep_path: schemas/derive/nvtx_range.sql); every torch op joined with
     its NVTX name, to look up the PyProf calls that kernels are named by (now the list of those
-    calls, raw.kop_calls, drives: schemas/derive/kernel_op.sql). An eager ingest of a generated
-    trace and of the PyTorch fixture; a hash join's second child is its build side."""
+    calls, raw.kop_calls, drives: schemas/derive/kernel_op.sql); every torch op, to read the
+    names of the outermost PyProf markers (now the markers alone:
+    schemas/derive/kernel_op_units.sql). An eager ingest of a generated trace and of the PyTorch
+    fixture; a hash join's second child is its build side."""
     sources = [tmp_path / "gen.sqlite", tmp_path / "torch.sqlite"]
     generate(sources[0], layout="3", kernels=3000, seed=3, nvtx_per_kernel=2.0)
     con = sqlite3.connect(sources[1])
@@ -222,17 +224,24 @@ def test_no_hash_table_of_every_op_or_path_for_a_few_rows(tmp_path, monkeypatch)
     def statements(head):
         return [trees for text, trees in PlanRecorder.trees if text.startswith(head)]
 
+    def hash_joins(trees):
+        return [n for tree in trees for n in _nodes(tree) if n.get("name") == "HASH_JOIN"]
+
     nesting, kernel_op = statements("INSERT INTO nvtx_range "), statements("INSERT INTO kernel_op ")
-    assert len(nesting) == 2 and len(kernel_op) == 2
+    units = statements("CREATE OR REPLACE TABLE raw.kop_units ")
+    assert len(nesting) == 2 and len(kernel_op) == 2 and len(units) == 2
     for trees in nesting:
         scans = [n for tree in trees for n in _nodes(tree) if n.get("name") == "SEQ_SCAN"
                  and "nvtx_path" in (n.get("extra_info") or {}).get("Table", "")]
         assert len(scans) == 1
     for trees in kernel_op:
-        joins = [n for tree in trees for n in _nodes(tree) if n.get("name") == "HASH_JOIN"]
-        built_from = [_scans(j["children"][1]) for j in joins]
+        built_from = [_scans(j["children"][1]) for j in hash_joins(trees)]
         ops = [b for b in built_from if any(t.endswith(".torch_op") for t in b)]
         assert ops and all(any("kop_calls" in t for t in b) for b in ops), built_from
+    for trees in units:
+        outer = [j for j in hash_joins(trees) if "outer_id = range_id" in str(j["extra_info"].get("Conditions"))]
+        scans = [(n.get("extra_info") or {}) for j in outer for n in _nodes(j["children"][1]) if n.get("name") == "SEQ_SCAN"]
+        assert outer and all("'pyprof'" in str(e.get("Filters")) for e in scans), scans
 
 
 def test_the_checker_catches_what_it_should():
