@@ -115,7 +115,13 @@ SELECT range_id, path FROM paths;
 -- (Making DuckDB hash raw.nvtx_parent instead of the wide ranges, by a filter that gives both
 -- sides the same default selectivity, cut it to 19 CPU s under 3 GB (not under 1.2 GB), but
 -- the ranges were then written in another order and the PyTorch family's first three steps,
--- which read them, took 2 CPU s more at 1 M kernels than the INSERT saved: not kept.)
+-- which read them, took 2 CPU s more at 1 M kernels than the INSERT saved: not kept. Hashing the
+-- right sides as written (traceql.core.settings.hash_right_side) keeps the ranges in about
+-- range_id order and cut the INSERT to 19.7-20.6 CPU s, but torch_parsed then took 21.5-23.3
+-- against 19.6 CPU s (4 M kernels). Probed by raw.nvtx_parent, which the ASOF join leaves in
+-- (thread, depth) order, the INSERT writes the ranges of one depth together (554 changes of
+-- depth in 12 M rows, against 7.6 M in range_id order): the same kinds of op side by side,
+-- which the string work of the PyTorch family reads faster.)
 CREATE OR REPLACE TABLE raw.nvtx_deep_path AS
 SELECT d.range_id, y.path FROM raw.nvtx_deep d JOIN raw.nvtx_path y ON y.range_id = d.anc_id;
 

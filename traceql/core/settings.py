@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -95,6 +96,21 @@ def configure(con: duckdb.DuckDBPyConnection, temp_dir: Path | None, share: str 
     con.execute("SET nested_loop_join_threshold = 0")
     con.execute("SET merge_join_threshold = 0")
     con.execute("SET VARIABLE nvtx_depth_cap = ?", [NVTX_DEPTH_CAP])
+
+
+@contextmanager
+def hash_right_side(con: duckdb.DuckDBPyConnection):
+    """Within it, each hash join on CON builds its hash table from its right side as written: DuckDB's
+    optimizer 'build_side_probe_side', which swaps the sides to hash the one it expects to be
+    smaller, is off. DuckDB expects a fifth of a table's rows after each filter it cannot size, so
+    an adapter view or a trace's rows of a contract table look five or 25 times smaller than a
+    staging table of the same size, and it hashed the wide rows, names and all, to probe them with
+    narrow ids (see where it is used). The joins left to right keep the probe side's order, too."""
+    con.execute("SET disabled_optimizers = 'build_side_probe_side'")
+    try:
+        yield
+    finally:
+        con.execute("RESET disabled_optimizers")
 
 
 def small_input_threads(paths) -> int | None:

@@ -21,7 +21,7 @@ import duckdb
 from traceql.core.errors import InputError, WorkspaceError
 from traceql.core.faults import first_line
 from traceql.core.resources import CONTRACT_TABLES, CONTRACT_VIEWS, TRACE_TABLES, read_schema
-from traceql.core.settings import DEFAULT_MEMORY_LIMIT, TIME_LIMIT_NS, small_input_threads
+from traceql.core.settings import DEFAULT_MEMORY_LIMIT, TIME_LIMIT_NS, hash_right_side, small_input_threads
 from traceql.core.version import __version__
 from traceql.derive import callstacks, derivation
 from traceql.sources.vendor import api_words
@@ -341,10 +341,14 @@ def _fill(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None,
                 f"CREATE TABLE raw.nvtx_ids AS "
                 f"SELECT src_row, row_number() OVER ({range_order}) - 1 AS range_id "
                 "FROM src_nvtx_event WHERE kind = 'range'")
-            con.execute(
-                f"INSERT INTO temp.main.{source} BY NAME "
-                "SELECT ?::INTEGER AS trace_id, i.range_id, e.* EXCLUDE (src_row, kind) "
-                "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row", [trace_id])
+            # the narrow ids hashed, not the ranges with their names: DuckDB expects 1/25 of the
+            # events after the view's filters (hash_right_side). 4 M kernels (12 M ranges) under a
+            # 1.2 GB limit, as 10 M spill under 3 GB: 7.2 against 11.3 CPU s.
+            with hash_right_side(con):
+                con.execute(
+                    f"INSERT INTO temp.main.{source} BY NAME "
+                    "SELECT ?::INTEGER AS trace_id, i.range_id, e.* EXCLUDE (src_row, kind) "
+                    "FROM src_nvtx_event e JOIN raw.nvtx_ids i ON i.src_row = e.src_row", [trace_id])
     elif nest:  # (the nesting reads the temporary table: empty)
         con.execute(f"CREATE OR REPLACE TEMP TABLE {source} AS SELECT * FROM {source} LIMIT 0")
     free_staging(con)  # every source table has been read: memory for the rest
