@@ -244,6 +244,59 @@ def test_no_hash_table_of_every_op_or_path_for_a_few_rows(tmp_path, monkeypatch)
         assert outer and all("'pyprof'" in str(e.get("Filters")) for e in scans), scans
 
 
+def test_ranges_numbered_at_ingest_hash_their_ids_not_their_names(tmp_path, monkeypatch):
+    """An ingest of a big export numbers the ranges by sorting their narrow keys into raw.nvtx_ids,
+    then joins the ranges as read to them (traceql/store/load.py). DuckDB expects 1/25 of the
+    events after the adapter view's filters, so it hashed the ranges with their names and probed
+    them with the ids; the INSERT runs with the right sides hashed as written
+    (traceql.core.settings.hash_right_side). The export is made to count as big."""
+    from traceql.store import load
+
+    source = tmp_path / "gen.sqlite"
+    generate(source, layout="3", kernels=3000, seed=3, nvtx_per_kernel=2.0)
+    monkeypatch.setattr(load, "small_input_threads", lambda paths: None)
+    monkeypatch.setenv("TRACEQL_TIMING", "1")
+    monkeypatch.setenv("TRACEQL_DERIVE", "eager")  # (numbered at ingest when nested there)
+    monkeypatch.setattr(ingest_mod, "_TimedConnection", PlanRecorder)
+    PlanRecorder.seen, PlanRecorder.trees = [], []
+    traceql.ingest([source], db=tmp_path / "ws.duckdb")
+    staged = [trees for text, trees in PlanRecorder.trees if text.startswith("INSERT INTO temp.main.nvtx_range_source ")]
+    assert len(staged) == 1
+    joins = [n for tree in staged[0] for n in _nodes(tree) if n.get("name") == "HASH_JOIN"
+             and "src_row = src_row" in str((n.get("extra_info") or {}).get("Conditions"))]
+    assert len(joins) == 1
+    built, probed = _scans(joins[0]["children"][1]), _scans(joins[0]["children"][0])
+    assert built == {"raw.main.nvtx_ids"} and "raw.main.NVTX_EVENTS" in probed, (built, probed)
+
+
+def test_hash_right_side_turns_the_swap_off_and_back_on():
+    """Within hash_right_side a join hashes its right side even when DuckDB expects it to be the
+    bigger one, and the setting is back afterwards, also when the statement fails."""
+    import duckdb
+
+    from traceql.core.settings import hash_right_side
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE big AS SELECT i AS k, repeat('x', 40) AS name FROM range(100000) t(i)")
+    con.execute("CREATE TABLE ids AS SELECT i AS k, i AS n FROM range(50000) t(i)")
+    # every row of big passes the filter, which DuckDB expects to keep a fifth
+    sql = "EXPLAIN (FORMAT json) SELECT * FROM big b JOIN ids i ON i.k = b.k WHERE b.name <> ''"
+
+    def built():
+        tree = json.loads(con.execute(sql).fetchall()[0][1])[0]
+        join = next(n for n in _nodes(tree) if n.get("name") == "HASH_JOIN")
+        return _scans(join["children"][1])
+
+    assert built() == {"memory.main.big"}  # DuckDB's estimate: 20 k rows, fewer than the 50 k ids
+    with hash_right_side(con):
+        assert built() == {"memory.main.ids"}
+    assert built() == {"memory.main.big"}
+    with pytest.raises(duckdb.Error):
+        with hash_right_side(con):
+            con.execute("SELECT * FROM no_such_table")
+    assert con.execute("SELECT current_setting('disabled_optimizers')").fetchone()[0] == ""
+
+
 def test_the_checker_catches_what_it_should():
     """A hash join on a process key with an interval as residual filter, and a nested loop,
     are reported."""
