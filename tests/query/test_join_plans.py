@@ -269,6 +269,27 @@ def test_ranges_numbered_at_ingest_hash_their_ids_not_their_names(tmp_path, monk
     assert built == {"raw.main.nvtx_ids"} and "raw.main.NVTX_EVENTS" in probed, (built, probed)
 
 
+def test_the_nesting_of_a_lazy_workspace_hashes_the_ids_not_the_ranges(tmp_path, monkeypatch):
+    """A workspace ingested without the nesting numbers its ranges when the nesting is first
+    built: the ranges as read joined to their sorted ids (nvtx_stage, schemas/derive/nvtx_range.sql).
+    Every such join hashes the ids, not the ranges with their names (a filter true of every id
+    gives DuckDB the estimate that makes it so)."""
+    source = tmp_path / "gen.sqlite"
+    generate(source, layout="3", kernels=3000, seed=3, nvtx_per_kernel=2.0)
+    monkeypatch.setenv("TRACEQL_TIMING", "1")
+    monkeypatch.setattr(ingest_mod, "_TimedConnection", PlanRecorder)
+    traceql.ingest([source], db=tmp_path / "ws.duckdb")
+    PlanRecorder.seen, PlanRecorder.trees = [], []
+    with traceql.open(tmp_path / "ws.duckdb") as ws:
+        ws.ensure()
+    joins = [(text[:40], n) for text, trees in PlanRecorder.trees for tree in trees for n in _nodes(tree)
+             if n.get("name") == "HASH_JOIN" and "src_key" in str((n.get("extra_info") or {}).get("Conditions"))]
+    assert {t for t, _ in joins} >= {"CREATE OR REPLACE TABLE raw.nvtx_depth A", "CREATE OR REPLACE TABLE raw.nvtx_path AS",
+                                     "INSERT INTO nvtx_range BY NAME SELECT * "}
+    for text, join in joins:
+        assert _scans(join["children"][1]) == {"raw.main.nvtx_ids"}, (text, _scans(join["children"][1]))
+
+
 def test_hash_right_side_turns_the_swap_off_and_back_on():
     """Within hash_right_side a join hashes its right side even when DuckDB expects it to be the
     bigger one, and the setting is back afterwards, also when the statement fails."""
