@@ -29,8 +29,8 @@ WHERE trace_id = getvariable('trace_id') AND range_id < 0;
 -- without one the ids looked five times bigger than the trace's ranges, and it hashed the ranges,
 -- names and all, in raw.nvtx_depth, raw.nvtx_path and the INSERT. Hashing the ids also gives the
 -- INSERT the plan an eager ingest gets, whose order the PyTorch family reads faster (see below):
--- a first `report --by op` after `report --by range` on 1 M kernels, 23.2 against 25.1 CPU s (two
--- pairs); the nesting itself no faster (25.5 against 25.3).
+-- a first `report --by op` after `report --by range` on 1 M kernels, 23.5-23.9 against 25.2-26.0
+-- CPU s (two pairs); the nesting itself no faster (25.8-25.9 against 25.5-26.1: bench/FIRST.md).
 CREATE OR REPLACE TEMP VIEW nvtx_stage AS
 SELECT coalesce(i.range_id, s.range_id) AS range_id, s.* EXCLUDE (trace_id, range_id)
 FROM nvtx_range_source s
