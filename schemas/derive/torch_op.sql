@@ -162,7 +162,8 @@ WITH outer_ranges AS (
 -- backward' ranges that are not torch ops looked up 3 levels for nothing: 42 M rows on bench's
 -- ATTR instead of none.) Threads are numbered and a level is one integer, th + depth, as in
 -- op_range.sql: the ASOF join partitions and sorts on it faster than on (pid, tid, depth), 12-14
--- instead of 18-20 CPU s for 15 M levels of 11 M ops (4 M generated kernels).
+-- instead of 18-20 CPU s for 15 M levels of 11 M ops (4 M generated kernels). MATERIALIZED: x
+-- and candidates must read the same numbering (row_number() OVER () is in no set order).
 levels AS MATERIALIZED (
     SELECT pid, tid, row_number() OVER () * 4294967296 AS th, list(DISTINCT depth) AS depths
     FROM outer_ranges WHERE depth < getvariable('nvtx_depth_cap') GROUP BY pid, tid

@@ -105,7 +105,8 @@ def hash_right_side(con: duckdb.DuckDBPyConnection):
     smaller, is off. DuckDB expects a fifth of a table's rows after each filter it cannot size, so
     an adapter view or a trace's rows of a contract table look five or 25 times smaller than a
     staging table of the same size, and it hashed the wide rows, names and all, to probe them with
-    narrow ids (see where it is used). The joins left to right keep the probe side's order, too."""
+    narrow ids (see where it is used). Not for a statement whose output order later steps rely
+    on: the order follows the probe side (schemas/derive/nvtx_range.sql, the INSERT's note)."""
     con.execute("SET disabled_optimizers = 'build_side_probe_side'")
     try:
         yield
