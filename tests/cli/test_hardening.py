@@ -1063,6 +1063,41 @@ def test_signal_that_duckdb_swallows_still_stops_the_ingest(tmp_path, built):
     assert list(tmp_path.glob(".w.duckdb.ingest-*")) == []
 
 
+# Run as `python -c`: traceql's command line, interrupted (the command raises KeyboardInterrupt),
+# with a SIGTERM that arrives while the interrupt is being reported: as when one signal both stops
+# DuckDB's statement (the watching thread) and runs the Python handler late.
+_SIGNAL_WHILE_REPORTING = """
+import os, signal, sys, click
+import traceql.cli.group as group
+from traceql.cli import run
+
+def interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+group.cli.main = interrupted
+echo = click.echo
+def late_signal(message=None, **kwargs):
+    if message is not None and "interrupted" in str(message):
+        os.kill(os.getpid(), signal.SIGTERM)
+    echo(message, **kwargs)
+click.echo = late_signal
+sys.argv = ["traceql", "sql", "SELECT 1"]
+run()
+"""
+
+
+def test_signal_while_reporting_an_interrupt_exits_130():
+    """A signal handled while traceql reports an interrupt is the same interrupt: exit 130 with
+    the message once, not killed by SIGINT (exit -2) by a KeyboardInterrupt that escaped (seen once
+    in test_sigterm_like_ctrl_c[SIGHUP]: 'traceql: interrupted' printed, return code -2)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_REPORTING], cwd=REPO, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.splitlines() == ["traceql: interrupted; the workspace is unchanged"], proc.stderr
+
+
 def nsys_ws(tmp_path: Path) -> Path:
     db = tmp_path / "small.duckdb"
     traceql.ingest([nsys_stub(tmp_path / "small.sqlite")], db=db)

@@ -41,8 +41,7 @@ def main(argv=None) -> None:
         if argv is None:
             _ignore_late_ctrl_c()
     except click.exceptions.Abort:
-        click.echo("traceql: interrupted", err=True)
-        sys.exit(130)
+        _interrupted("traceql: interrupted", shell=argv is None)
     except click.ClickException as exc:
         click.echo(f"traceql: error: {printable(click_message(exc))}", err=True)
         sys.exit(exc.exit_code)
@@ -52,8 +51,7 @@ def main(argv=None) -> None:
         click.echo(f"traceql: error: {printable(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        click.echo("traceql: interrupted; the workspace is unchanged", err=True)
-        sys.exit(130)
+        _interrupted("traceql: interrupted; the workspace is unchanged", shell=argv is None)
     except BrokenPipeError:  # `traceql sql ... | head`: the reader has what it wanted
         _stdout_to_devnull()
         sys.exit(141)  # 128 + SIGPIPE, as a shell reports a tool that a closed pipe ended
@@ -66,8 +64,7 @@ def main(argv=None) -> None:
         if debug:
             raise
         if is_interrupt(exc):  # Ctrl-C while DuckDB ran a statement
-            click.echo("traceql: interrupted", err=True)
-            sys.exit(130)
+            _interrupted("traceql: interrupted", shell=argv is None)
         if isinstance(exc, OSError) and exc.filename is not None:  # writing -o FILE, a progress bar, ...
             cause = exc.strerror or first_line(exc)
             click.echo(f"traceql: error: {printable(str(exc.filename))}: "
@@ -85,9 +82,37 @@ def main(argv=None) -> None:
 
 def run() -> None:
     """The `traceql` command (the console script and `python -m traceql`): main(), then the end of
-    the process (_exit_now). main() called from Python returns."""
-    main()
+    the process (_exit_now). main() called from Python returns.
+
+    One signal can interrupt twice: the thread that watches for it stops DuckDB's statement
+    (faults.interrupt_on_sigint), and the Python handler, run when the main thread next checks
+    for signals, raises KeyboardInterrupt, which may come while main() reports the first. It is
+    the same interrupt: exit 130, the message said once."""
+    try:
+        main()
+    except KeyboardInterrupt:
+        _ignore_late_ctrl_c()
+        if not _reported:
+            sys.stderr.write("traceql: interrupted\n")
+        sys.exit(130)
     _exit_now()
+
+
+_reported = False  # main() said that the command was interrupted
+
+
+def _interrupted(message: str, shell: bool) -> None:
+    """Say MESSAGE and exit 130. Run from the shell, signals are ignored from now on (the command
+    is stopping): a handler still pending runs as they are (signal.signal checks first), and its
+    KeyboardInterrupt reaches run()."""
+    global _reported
+    import click
+
+    if shell:
+        _ignore_late_ctrl_c()
+    click.echo(message, err=True)
+    _reported = True
+    sys.exit(130)
 
 
 def _exit_now() -> None:
