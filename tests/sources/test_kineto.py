@@ -349,16 +349,31 @@ def _staged(tmp_path, path) -> list[tuple]:
 
 @pytest.mark.parametrize("block", [64, 333, 1 << 20])
 @pytest.mark.parametrize("gz", [False, True])
-def test_blocks_cut_only_between_events(tmp_path, monkeypatch, block, gz):
+@pytest.mark.parametrize("split_min", [0, 1 << 30])
+def test_blocks_cut_only_between_events(tmp_path, monkeypatch, block, gz, split_min):
     """Names hold '}, {', args hold arrays of objects, members come before and after the array:
-    with blocks smaller than one event or larger than the file, every event is read once, whole."""
+    with blocks smaller than one event or larger than the file, every event is read once, whole;
+    its raw values (ts, dur, args) split by Arrow or cut by their lengths alike."""
     monkeypatch.setattr(kineto, "BLOCK", block)
+    monkeypatch.setattr(kineto, "SPLIT_MIN", split_min)
     path = _write(tmp_path / ("t.json.gz" if gz else "t.json"), _doc(50), gz)
     rows, members = _staged(tmp_path, path)
     assert [r[0] for r in rows] == [f"k{i}<{{lambda()#1}}, {{x}}>}}, {{" for i in range(50)]
     assert [(r[1], r[2]) for r in rows] == [(f"{1000 + i}.5", "1.25") for i in range(50)]
     assert json.loads(rows[7][3])["nested"] == [{"a": 1}, {"b": 2}]
     assert members == {"schemaVersion": 1, "traceName": "x", "list": [{"a": 1}]}
+
+
+@pytest.mark.parametrize("split_min", [0, 1 << 30])
+def test_raw_column_keeps_every_value_whole(monkeypatch, split_min):
+    """_raw_column: each msgspec.Raw as its text, '' for an absent one, by either way; a value
+    holding a NUL (not JSON, but never split apart) too."""
+    import msgspec
+
+    monkeypatch.setattr(kineto, "SPLIT_MIN", split_min)
+    texts = [b"1.5", b"", b'{"a": [1, 2],\n "b": "x"}', b"", b"-7e3", b"x\0y", b"\xc3\xa9"]
+    column = kineto._raw_column([msgspec.Raw(t) for t in texts])
+    assert column.to_pylist() == [t.decode() for t in texts]
 
 
 @pytest.mark.parametrize("text", [
