@@ -365,6 +365,25 @@ def test_blocks_cut_only_between_events(tmp_path, monkeypatch, block, gz, split_
 
 
 @pytest.mark.parametrize("split_min", [0, 1 << 30])
+def test_string_ids_read_alike_in_arrow_and_in_python(monkeypatch, split_min):
+    """pid, tid and id values as real traces hold them (integers; 'Spans', 'Traces'; 2021's tids
+    as strings of digits) and odd ones: the integer and the text, the same by both ways. A string
+    is read as an integer when it is an optional minus and at most 18 ASCII digits, blanks
+    around them allowed; '--5' and other digits are text only (the loop raised on '--5')."""
+    monkeypatch.setattr(kineto, "SPLIT_MIN", split_min)
+    values = [7, None, "Spans", " 42 ", "-7", "--5", "\u0663", "1234567890123456789", "-123456789012345678",
+              "", "12a", 2 ** 40, "0005"]
+    ints, texts = kineto._int_or_text(values)
+    assert ints.to_pylist() == [7, None, None, 42, -7, None, None, None, -123456789012345678,
+                                None, None, 2 ** 40, 5]
+    assert texts.to_pylist() == [None, None, "Spans", " 42 ", "-7", "--5", "\u0663", "1234567890123456789",
+                                 "-123456789012345678", "", "12a", None, "0005"]
+    other = kineto._int_or_text([True, 1.5, {"a": 1}, 2 ** 70, "3"])  # (the loop, whatever the size)
+    assert other[0].to_pylist() == [None, None, None, None, 3]
+    assert other[1].to_pylist() == [None, "1.5", '{"a":1}', None, "3"]
+
+
+@pytest.mark.parametrize("split_min", [0, 1 << 30])
 def test_raw_column_keeps_every_value_whole(monkeypatch, split_min):
     """_raw_column: each msgspec.Raw as its text, '' for an absent one, by either way; a value
     holding a NUL (not JSON, but never split apart) too."""
