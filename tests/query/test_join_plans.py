@@ -316,6 +316,10 @@ def test_hash_right_side_turns_the_swap_off_and_back_on():
         with hash_right_side(con):
             con.execute("SELECT * FROM no_such_table")
     assert con.execute("SELECT current_setting('disabled_optimizers')").fetchone()[0] == ""
+    con.execute("SET disabled_optimizers = 'late_materialization'")  # set before: kept
+    with hash_right_side(con):
+        assert built() == {"memory.main.ids"}
+    assert con.execute("SELECT current_setting('disabled_optimizers')").fetchone()[0] == "late_materialization"
 
 
 def test_the_checker_catches_what_it_should():

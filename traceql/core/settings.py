@@ -106,12 +106,14 @@ def hash_right_side(con: duckdb.DuckDBPyConnection):
     an adapter view or a trace's rows of a contract table look five or 25 times smaller than a
     staging table of the same size, and it hashed the wide rows, names and all, to probe them with
     narrow ids (see where it is used). Not for a statement whose output order later steps rely
-    on: the order follows the probe side (schemas/derive/nvtx_range.sql, the INSERT's note)."""
-    con.execute("SET disabled_optimizers = 'build_side_probe_side'")
+    on: the order follows the probe side (schemas/derive/nvtx_range.sql, the INSERT's note).
+    Optimizers already off stay off, inside and after."""
+    before = con.execute("SELECT current_setting('disabled_optimizers')").fetchone()[0]
+    con.execute("SET disabled_optimizers = ?", [",".join(filter(None, (before, "build_side_probe_side")))])
     try:
         yield
     finally:
-        con.execute("RESET disabled_optimizers")
+        con.execute("SET disabled_optimizers = ?", [before])
 
 
 def small_input_threads(paths) -> int | None:

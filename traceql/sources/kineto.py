@@ -61,7 +61,7 @@ BLOCK = 16 << 20          # decompressed bytes read per step
 MAX_EVENT = 4 * BLOCK     # text held at once without an event boundary: beyond it, an error (memory stays bounded)
 MAX_TRIES = 256           # cuts tried per block (each decode reads up to the block): linear on any input
 MAX_RATIO = 250           # gzip: decompressed bytes per compressed byte, checked beyond MAX_EVENT (real traces: 10-40)
-SPLIT_MIN = 20_000        # events in a block from which their raw values are split by Arrow (_raw_column)
+SPLIT_MIN = 20_000        # events in a block from which its columns are built in Arrow (_raw_column, _int_or_str)
 HEAD_LIMIT = 64 << 20     # the members before traceEvents are searched for this far
 GZIP_MAGIC = b"\x1f\x8b"
 
