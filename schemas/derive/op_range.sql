@@ -35,6 +35,19 @@
 -- The innermost range of an operation is an enclosing range of the launching thread that
 -- started last (then the deeper one); for an operation that only other threads' ranges hold,
 -- the one of those that started last.
+--
+-- In windows of calls: derived_op_range gives the pairs of the calls that start in the window
+-- [getvariable('op_from'), getvariable('op_to')), reading only the push/pop ranges that start
+-- before op_to and end at or after op_reach, the earliest end of those calls (the defaults below:
+-- every call, every range). traceql.store.families builds op_range one window after another when
+-- a trace has more calls than OP_RANGE_WINDOW_CALLS, so that the ASOF join and the window
+-- function sort one window's rows at a time: at 10 M kernels (78 M pairs) they spilled 11.7 GB
+-- and took 114 CPU s whole, 3.3 GB and 85 s in 8 windows of calls by operation id. The pairs are
+-- the same: a range that holds a call of the window is read; at each level the ASOF join picks
+-- the range it picks without the window, unless that one ends before op_reach and so holds no
+-- call of the window, and then it picks none (on one thread, the ranges of one level do not
+-- overlap: an earlier one ended before it began). An operation's pairs are all in its call's
+-- window, so is_innermost is chosen among all of them.
 -- the calls that launched GPU work, narrow
 CREATE OR REPLACE TABLE raw.op_calls AS
 SELECT l.op_id, l.op_kind, coalesce(l.pid, -1) AS pid, coalesce(l.tid, -1) AS tid,
@@ -56,8 +69,8 @@ SELECT pid, row_number() OVER () AS pn FROM (SELECT DISTINCT pid FROM raw.op_se)
 
 CREATE OR REPLACE TABLE raw.op_se_pairs AS
 SELECT c.op_id, c.op_kind, s.range_id, s.depth, s.ts,
-       CASE WHEN c.tid = s.tid THEN 'thread' ELSE 'process' END AS attribution
-FROM (SELECT c.op_id, c.op_kind, c.tid,
+       CASE WHEN c.tid = s.tid THEN 'thread' ELSE 'process' END AS attribution, c.a_ts
+FROM (SELECT c.op_id, c.op_kind, c.tid, c.a_ts,
              q.pn * 18446744073709551616::HUGEINT + c.a_ts + 9223372036854775808::HUGEINT AS k_start,
              q.pn * 18446744073709551616::HUGEINT + c.a_end + 9223372036854775808::HUGEINT AS k_end
       FROM raw.op_calls c JOIN raw.op_se_procs q ON q.pid = c.pid) c
@@ -67,12 +80,18 @@ JOIN (SELECT s.range_id, s.tid, s.depth, s.ts,
       FROM raw.op_se s JOIN raw.op_se_procs q ON q.pid = s.pid) s
   ON s.k_start <= c.k_start AND s.k_end >= c.k_end;
 
+-- the window of calls derived_op_range reads: all of them, unless traceql sets a narrower one
+SET VARIABLE op_from = -9223372036854775808;
+SET VARIABLE op_to = 9223372036854775807;
+SET VARIABLE op_reach = -9223372036854775808;
+
 CREATE OR REPLACE TEMP VIEW derived_op_range AS
 WITH pp0 AS MATERIALIZED (
     SELECT range_id, coalesce(pid, -1) AS pid, coalesce(tid, -1) AS tid, depth, ts,
            coalesce(ts + dur, 9223372036854775807) AS r_end
     FROM nvtx_range
     WHERE trace_id = getvariable('trace_id') AND style = 'push/pop' AND depth < getvariable('nvtx_depth_cap')
+      AND ts < getvariable('op_to') AND coalesce(ts + dur, 9223372036854775807) >= getvariable('op_reach')
 ),
 -- each thread with push/pop ranges, numbered: (thread number, depth) is one integer key, which
 -- the ASOF joins below partition and sort on faster than on (pid, tid, depth)
@@ -89,6 +108,7 @@ levels AS (
     SELECT c.op_id, c.op_kind, c.a_ts, c.a_end, t.tid = c.tid AS own,
            t.th * 4294967296 + unnest(range(0, t.max_depth + 1)) AS level_key
     FROM raw.op_calls c JOIN threads t ON t.pid = c.pid
+    WHERE c.a_ts >= getvariable('op_from') AND c.a_ts < getvariable('op_to')
 ),
 stack AS (
     SELECT l.op_id, l.op_kind, p.range_id, p.depth, p.ts,
@@ -100,7 +120,8 @@ stack AS (
 pairs AS (
     SELECT * FROM stack
     UNION ALL
-    SELECT * FROM raw.op_se_pairs
+    SELECT op_id, op_kind, range_id, depth, ts, attribution FROM raw.op_se_pairs
+    WHERE a_ts >= getvariable('op_from') AND a_ts < getvariable('op_to')
 )
 SELECT getvariable('trace_id')::INTEGER AS trace_id, p.op_id, p.op_kind, p.range_id, p.depth,
        row_number() OVER (PARTITION BY p.op_id

@@ -11,7 +11,7 @@ import pytest
 
 import traceql
 
-from ..util import REPO, trace_file
+from ..util import REPO, ingested, trace_file
 
 INF = 1 << 62
 
@@ -344,3 +344,72 @@ def test_real_traces_own_and_other_thread_per_range(real_ws):
             own, other = got.get(key, (0, 0))
             got[key] = (own + r["own_kernel_ns"], other + r["other_kernel_ns"])
         assert got == want, rel
+
+
+# -- op_range built in windows of calls, as on a big trace ---------------------------------------
+
+WINDOWED = [*REAL, "kineto-hta-torchrec-a100-rank0/rank0.json.gz"]
+OP_RANGE_COLUMNS = "trace_id, op_id, op_kind, range_id, depth, is_innermost, attribution"
+
+
+def _windowed_ingest(monkeypatch, files, db, per_window: int) -> list[int]:
+    """Ingest FILES into DB with every family built and op_range built in windows of PER_WINDOW
+    calls (traceql.store.families.OP_RANGE_WINDOW_CALLS, 1.5 M calls by default); the number of
+    windows of each trace."""
+    from traceql.store import families
+
+    windows, whole = [], families._op_range_windows
+
+    def counted(con):
+        got = whole(con)
+        windows.append(len(got))
+        return got
+
+    monkeypatch.setattr(families, "OP_RANGE_WINDOW_CALLS", per_window)
+    monkeypatch.setattr(families, "_op_range_windows", counted)
+    monkeypatch.setenv("TRACEQL_DERIVE", "eager")
+    traceql.ingest(files, db=db)
+    return windows
+
+
+def _derived_rows(db, table: str, columns: str = "*") -> list[tuple]:
+    with traceql.open(db) as ws:
+        return ws.sql(f"SELECT {columns} FROM {table} ORDER BY ALL").to_pylist()
+
+
+def test_op_range_in_windows_equals_whole_on_real_traces(tmp_path_factory, tmp_path, monkeypatch):
+    """A big trace's op_range is built in windows of its calls' start times (1.5 M calls each),
+    each reading only the ranges that overlap it (schemas/derive/op_range.sql). Built so in
+    windows of 37 calls (hundreds of windows on the larger traces), op_range and what is derived
+    from it (range_gpu, kernel_op, unattributed_gpu) hold the same rows, row for row, as built
+    whole, on the real nsys traces above and a Kineto trace."""
+    whole = ingested(tmp_path_factory, *WINDOWED, derived=True)
+    windowed = tmp_path / "windowed.duckdb"
+    windows = _windowed_ingest(monkeypatch, [trace_file(rel) for rel in WINDOWED], windowed, 37)
+    assert len(windows) == len(WINDOWED) and max(windows) > 100 and sum(w > 1 for w in windows) >= 4, windows
+    rows = _derived_rows(whole, "op_range", OP_RANGE_COLUMNS)
+    assert len(rows) > 100_000
+    assert _derived_rows(windowed, "op_range", OP_RANGE_COLUMNS) == rows
+    for table in ("range_gpu", "kernel_op", "unattributed_gpu"):
+        assert _derived_rows(windowed, table) == _derived_rows(whole, table), table
+
+
+def test_op_range_in_windows_keeps_the_generators_answers(tmp_path, monkeypatch):
+    """fixtures/gen_torch.py's trace (start/end ranges that end on another thread, a range never
+    closed, backward work of the autograd thread, two processes reusing correlation ids) built
+    with op_range in windows of 50 calls: the report by range gives the generator's exact
+    answers, as built whole (test_generated_pytorch_training_exact_answers)."""
+    from fixtures.gen_torch import generate
+
+    src = tmp_path / "torch.sqlite"
+    expected = generate(src, kernels=4100, seed=7, generation="1.0")
+    windows = _windowed_ingest(monkeypatch, [src], tmp_path / "ws.duckdb", 50)
+    assert windows[0] > 50, windows
+    with traceql.open(tmp_path / "ws.duckdb") as ws:
+        got = {r["name"]: r for r in ws.report("range").to_pylist()}
+    unattributed = got.pop("[unattributed]")
+    want = expected["attribution"]["by_name"]
+    assert {n: (r["instances"], r["own_kernel_ns"], r["other_kernel_ns"]) for n, r in got.items()} == \
+        {n: (w["instances"], w["own_kernel_ns"], w["other_kernel_ns"]) for n, w in want.items()}
+    assert (unattributed["kernels"], unattributed["gpu_kernel_ns"]) == \
+        (expected["attribution"]["unattributed"]["kernels"], expected["attribution"]["unattributed"]["kernel_ns"])

@@ -33,6 +33,33 @@ def ingest_families() -> set[str]:
     return {derivation.INGEST}
 
 
+# Calls per window in which op_range is built (schemas/derive/op_range.sql): whole, its ASOF join
+# and window function spill beyond a few million calls under the default 3 GB memory limit.
+OP_RANGE_WINDOW_CALLS = 1_500_000
+
+_MIN, _MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _op_range_windows(con: duckdb.DuckDBPyConnection) -> list[tuple[int, int, int]]:
+    """The windows (from, to, reach) of derived_op_range for the calls in raw.op_calls: their
+    start times [from, to), cut at quantiles into windows of about OP_RANGE_WINDOW_CALLS calls
+    (equal start times stay together), and reach, the earliest end of a window's calls. One
+    window of everything for a trace of fewer calls; none without calls."""
+    n = con.execute("SELECT count(a_ts) FROM raw.op_calls").fetchone()[0]
+    count = -(-n // OP_RANGE_WINDOW_CALLS)
+    if count <= 1:
+        return [(_MIN, _MAX, _MIN)] if n else []
+    cuts = con.execute("SELECT quantile_disc(a_ts, ?::DOUBLE[]) FROM raw.op_calls",
+                       [[i / count for i in range(1, count)]]).fetchone()[0]
+    bounds = sorted({_MIN, *cuts, _MAX})
+    windows = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        reach = con.execute("SELECT min(a_end) FROM raw.op_calls WHERE a_ts >= ? AND a_ts < ?", [lo, hi]).fetchone()[0]
+        if reach is not None:
+            windows.append((lo, hi, reach))
+    return windows
+
+
 def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None, families=None) -> list[str]:
     """Fill the derived tables of FAMILIES (traceql.derive.derivation; default: every family) for trace
     TRACE_ID from its contract rows (ingest; traceql upgrade when a trace's source file is gone;
@@ -68,6 +95,12 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
         if table == "launch":  # the plain join when no two calls share a key (schemas/derive/launch.sql)
             shared = con.execute("SELECT keys FROM launch_shared_keys").fetchone()[0]
             con.execute(f"INSERT INTO launch BY NAME SELECT * FROM {'derived_launch' if shared else 'derived_launch_first'}")
+        elif table == "op_range":  # in windows of calls on a big trace (schemas/derive/op_range.sql)
+            for window in _op_range_windows(con):
+                con.execute("SET VARIABLE op_from = ?::BIGINT", [window[0]])
+                con.execute("SET VARIABLE op_to = ?::BIGINT", [window[1]])
+                con.execute("SET VARIABLE op_reach = ?::BIGINT", [window[2]])
+                con.execute("INSERT INTO op_range BY NAME SELECT * FROM derived_op_range")
         else:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
         if table == "nvtx_range":  # a trace's ranges are in one of the two (schemas/include/nvtx_range_any.sql)
