@@ -41,8 +41,8 @@
 -- before op_to and end at or after op_reach, the earliest end of those calls (the defaults below:
 -- every call, every range). traceql.store.families builds op_range one window after another when
 -- a trace has more calls than OP_RANGE_WINDOW_CALLS, so that the ASOF join and the window
--- function sort one window's rows at a time: at 10 M kernels (78 M pairs) they spilled 11.7 GB
--- and took 114 CPU s whole, 3.3 GB and 85 s in 8 windows of calls by operation id. The pairs are
+-- function sort one window's rows at a time: at 10 M kernels (78 M pairs) op_range's statements
+-- took 126 CPU s and wrote 11.7 GB whole, 90 CPU s and 1.5 GB in 8 windows. The pairs are
 -- the same: a range that holds a call of the window is read; at each level the ASOF join picks
 -- the range it picks without the window, unless that one ends before op_reach and so holds no
 -- call of the window, and then it picks none (on one thread, the ranges of one level do not
