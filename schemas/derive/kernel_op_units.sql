@@ -1,5 +1,6 @@
--- raw.kop_units: the first step of kernel_op (traceql/pytorch.py runs it, computes the FLOPs
--- and bytes of the distinct costed calls in Python, then derive/kernel_op.sql joins them).
+-- raw.kop_units: the first step of kernel_op (traceql/derive/pytorch.py fills it from
+-- derived_kop_units below, runs derive/kernel_op_inputs.sql, computes the FLOPs and bytes of the
+-- distinct costed calls in Python, then derive/kernel_op.sql joins them).
 -- One row per kernel of the trace being ingested (getvariable('trace_id')) launched inside a
 -- torch op, a PyProf marker or a 'layer:' range. It reads the temporary tables
 -- torch_formula_key (module, name -> formula key, from traceql/derive/flops.py) and
@@ -36,7 +37,16 @@ LEFT JOIN torch_op p ON p.trace_id = t.trace_id AND p.range_id = t.parent_op_ran
 LEFT JOIN torch_formula_key fk ON fk.name = t.name AND fk.module IS NOT DISTINCT FROM t.module
 WHERE r.trace_id = getvariable('trace_id') AND r.op_kind = 'kernel' AND r.attribution = 'thread';
 
-CREATE OR REPLACE TABLE raw.kop_units AS
+-- In windows of kernels: derived_kop_units gives the rows of the kernels whose kernel_id is in
+-- [getvariable('kop_from'), getvariable('kop_to')) (set below to every kernel).
+-- traceql/derive/pytorch.py fills raw.kop_units one window after another when the trace has more
+-- kernels than KOP_WINDOW_KERNELS, so that the aggregates over kop_enc and op_range hold one
+-- window's kernels at a time. A kernel's row reads only its own rows of kop_enc and op_range
+-- (and torch_op by key), so the windows give the same rows as one pass.
+SET VARIABLE kop_from = -9223372036854775808;
+SET VARIABLE kop_to = 9223372036854775807;
+
+CREATE OR REPLACE TEMP VIEW derived_kop_units AS
 WITH per AS (
     SELECT kernel_id,
            arg_max(range_id, depth) FILTER (WHERE kind <> 'pyprof') AS op_range_id,
@@ -51,6 +61,7 @@ WITH per AS (
            arg_max(range_id, depth) FILTER (WHERE seq_head) AS seq_head,
            list_sort(list_distinct(list(seq) FILTER (WHERE seq IS NOT NULL))) AS seqs
     FROM raw.kop_enc
+    WHERE kernel_id >= getvariable('kop_from') AND kernel_id < getvariable('kop_to')
     GROUP BY kernel_id
 ),
 layer_ranges AS MATERIALIZED (
@@ -62,6 +73,7 @@ layers AS (
     FROM op_range r
     JOIN layer_ranges n ON n.range_id = r.range_id
     WHERE r.trace_id = getvariable('trace_id') AND r.op_kind = 'kernel' AND r.attribution = 'thread'
+      AND r.op_id >= getvariable('kop_from') AND r.op_id < getvariable('kop_to')
     GROUP BY r.op_id
 ),
 kern AS (
@@ -145,38 +157,3 @@ LEFT JOIN markers m ON m.range_id = f.marker_range_id
 LEFT JOIN torch_formula_key fm ON fm.name = m.name AND fm.module IS NOT DISTINCT FROM m.module
 LEFT JOIN outer_key ob ON ob.start_id = CASE WHEN p.direction = 'backward' THEN f.marker_range_id END
 LEFT JOIN outer_key ofw ON ofw.start_id = CASE WHEN p.direction <> 'backward' THEN p.marker_range_id END;
-
--- the inputs of each unit: formula key, sizes or marker text, the dtype its kernels' names
--- suggest (the longest kernel with one), whether its range also holds kernels of another unit
-CREATE OR REPLACE TABLE raw.kop_unit_inputs AS
-WITH kdtype AS (
-    SELECT name, arg_min(dtype, prio) AS dtype
-    FROM (SELECT DISTINCT name FROM kernel WHERE trace_id = getvariable('trace_id') AND name IS NOT NULL) k
-    JOIN (SELECT row_number() OVER () AS prio, pattern, dtype FROM torch_kernel_dtypes) p
-      ON regexp_matches(k.name, p.pattern)
-    GROUP BY name
-),
-uk AS (
-    SELECT u.unit_kind, u.unit_range_id, k.dur, k.kernel_id, d.dtype
-    FROM raw.kop_units u
-    JOIN kernel k ON k.trace_id = getvariable('trace_id') AND k.kernel_id = u.kernel_id
-    LEFT JOIN kdtype d ON d.name = k.name
-    WHERE u.unit_kind IS NOT NULL
-),
-overlapping AS (
-    SELECT DISTINCT r.range_id
-    FROM op_range r
-    JOIN raw.kop_units u ON u.kernel_id = r.op_id
-    WHERE r.trace_id = getvariable('trace_id') AND r.op_kind = 'kernel'
-      AND u.unit_kind IN ('op', 'pyprof') AND r.range_id <> u.unit_range_id
-      AND r.range_id IN (SELECT unit_range_id FROM raw.kop_units WHERE unit_kind IS NOT NULL)
-)
-SELECT g.unit_kind, g.unit_range_id, g.kdtype, t.sizes, CASE WHEN t.kind <> 'pyprof' THEN t.dtypes END AS dtypes,
-       CASE WHEN t.kind = 'pyprof' THEN n.name END AS marker_text,
-       fk.key, o.range_id IS NOT NULL AS overlaps
-FROM (SELECT unit_kind, unit_range_id, arg_max(dtype, (dur, -kernel_id)) FILTER (WHERE dtype IS NOT NULL) AS kdtype
-      FROM uk GROUP BY ALL) g
-JOIN torch_op t ON t.trace_id = getvariable('trace_id') AND t.range_id = g.unit_range_id
-JOIN nvtx_range n ON n.trace_id = t.trace_id AND n.range_id = t.range_id
-LEFT JOIN torch_formula_key fk ON fk.name = t.name AND fk.module IS NOT DISTINCT FROM t.module
-LEFT JOIN overlapping o ON o.range_id = g.unit_range_id;

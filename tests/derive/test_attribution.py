@@ -353,9 +353,11 @@ OP_RANGE_COLUMNS = "trace_id, op_id, op_kind, range_id, depth, is_innermost, att
 
 
 def _windowed_ingest(monkeypatch, files, db, per_window: int) -> list[int]:
-    """Ingest FILES into DB with every family built and op_range built in windows of PER_WINDOW
-    calls (traceql.store.families.OP_RANGE_WINDOW_CALLS, 1.5 M calls by default); the number of
-    windows of each trace."""
+    """Ingest FILES into DB with every family built, op_range built in windows of PER_WINDOW
+    calls (traceql.store.families.OP_RANGE_WINDOW_CALLS, 1.5 M calls by default) and
+    raw.kop_units, kernel_op's first step, in windows of PER_WINDOW kernels
+    (traceql.derive.pytorch.KOP_WINDOW_KERNELS); the number of op_range windows of each trace."""
+    from traceql.derive import pytorch
     from traceql.store import families
 
     windows, whole = [], families._op_range_windows
@@ -366,6 +368,7 @@ def _windowed_ingest(monkeypatch, files, db, per_window: int) -> list[int]:
         return got
 
     monkeypatch.setattr(families, "OP_RANGE_WINDOW_CALLS", per_window)
+    monkeypatch.setattr(pytorch, "KOP_WINDOW_KERNELS", per_window)
     monkeypatch.setattr(families, "_op_range_windows", counted)
     monkeypatch.setenv("TRACEQL_DERIVE", "eager")
     traceql.ingest(files, db=db)
@@ -379,9 +382,10 @@ def _derived_rows(db, table: str, columns: str = "*") -> list[tuple]:
 
 def test_op_range_in_windows_equals_whole_on_real_traces(tmp_path_factory, tmp_path, monkeypatch):
     """A big trace's op_range is built in windows of its calls' start times (1.5 M calls each),
-    each reading only the ranges that overlap it (schemas/derive/op_range.sql). Built so in
-    windows of 37 calls (hundreds of windows on the larger traces), op_range and what is derived
-    from it (range_gpu, kernel_op, unattributed_gpu) hold the same rows, row for row, as built
+    each reading only the ranges that overlap it (schemas/derive/op_range.sql), and kernel_op's
+    units in windows of kernel ids (schemas/derive/kernel_op_units.sql). Built so in windows of
+    37 (hundreds of windows on the larger traces), op_range and what is derived from it
+    (range_gpu, kernel_op, op_stack, unattributed_gpu) hold the same rows, row for row, as built
     whole, on the real nsys traces above and a Kineto trace."""
     whole = ingested(tmp_path_factory, *WINDOWED, derived=True)
     windowed = tmp_path / "windowed.duckdb"
@@ -390,15 +394,16 @@ def test_op_range_in_windows_equals_whole_on_real_traces(tmp_path_factory, tmp_p
     rows = _derived_rows(whole, "op_range", OP_RANGE_COLUMNS)
     assert len(rows) > 100_000
     assert _derived_rows(windowed, "op_range", OP_RANGE_COLUMNS) == rows
-    for table in ("range_gpu", "kernel_op", "unattributed_gpu"):
+    for table in ("range_gpu", "kernel_op", "op_stack", "unattributed_gpu"):
         assert _derived_rows(windowed, table) == _derived_rows(whole, table), table
 
 
 def test_op_range_in_windows_keeps_the_generators_answers(tmp_path, monkeypatch):
     """fixtures/gen_torch.py's trace (start/end ranges that end on another thread, a range never
     closed, backward work of the autograd thread, two processes reusing correlation ids) built
-    with op_range in windows of 50 calls: the report by range gives the generator's exact
-    answers, as built whole (test_generated_pytorch_training_exact_answers)."""
+    with op_range in windows of 50 calls (and kernel_op's units in windows of 50 kernels): the
+    report by range gives the generator's exact answers, as built whole
+    (test_generated_pytorch_training_exact_answers)."""
     from fixtures.gen_torch import generate
 
     src = tmp_path / "torch.sqlite"

@@ -41,7 +41,8 @@ def test_graph_inputs_are_what_the_sql_reads():
     for s in derivation.graph():
         sql = read_schema(f"derive/{s.table}.sql")
         if s.table == "kernel_op":
-            sql += read_schema("derive/kernel_op_units.sql") + "\nSELECT name FROM torch_op"
+            sql += (read_schema("derive/kernel_op_units.sql") + read_schema("derive/kernel_op_inputs.sql")
+                    + "\nSELECT name FROM torch_op")
         if s.table == "nvtx_range":  # then the memory events' ranges (traceql.store.families.derive)
             sql += read_schema("derive/memory_range.sql")
         reads = _tables_read(sql) - {s.table} - set(s.writes)

@@ -228,7 +228,7 @@ def test_no_hash_table_of_every_op_or_path_for_a_few_rows(tmp_path, monkeypatch)
         return [n for tree in trees for n in _nodes(tree) if n.get("name") == "HASH_JOIN"]
 
     nesting, kernel_op = statements("INSERT INTO nvtx_range "), statements("INSERT INTO kernel_op ")
-    units = statements("CREATE OR REPLACE TABLE raw.kop_units ")
+    units = statements("INSERT INTO raw.kop_units ")
     assert len(nesting) == 2 and len(kernel_op) == 2 and len(units) == 2
     for trees in nesting:
         scans = [n for tree in trees for n in _nodes(tree) if n.get("name") == "SEQ_SCAN"

@@ -142,10 +142,34 @@ def call_params(con) -> None:
                                                    for i, column in enumerate(("marker_text", "role", "params"))))
 
 
+# Kernels per window in which raw.kop_units is filled (schemas/derive/kernel_op_units.sql): in one
+# pass its aggregates over every kernel's enclosing ops spill on big traces under the default 3 GB
+# memory limit.
+KOP_WINDOW_KERNELS = 1_500_000
+
+
+def fill_units(con) -> None:
+    """raw.kop_units from derived_kop_units, in windows of about KOP_WINDOW_KERNELS kernel ids
+    (a trace's kernel ids are consecutive) over the kernels raw.kop_enc holds."""
+    lo, hi = con.execute("SELECT min(kernel_id), max(kernel_id) FROM raw.kop_enc").fetchone()
+    con.execute("CREATE OR REPLACE TABLE raw.kop_units AS SELECT * FROM derived_kop_units LIMIT 0")
+    if lo is None:
+        lo = hi = 0  # (no kernel in a torch op: the layers alone, in one window)
+    count = max(1, -(-(hi - lo + 1) // KOP_WINDOW_KERNELS))
+    step = -(-(hi - lo + 1) // count)
+    bounds = [-(1 << 63)] + [lo + i * step for i in range(1, count)] + [(1 << 63) - 1]
+    for start, end in zip(bounds, bounds[1:]):
+        con.execute("SET VARIABLE kop_from = ?::BIGINT", [start])
+        con.execute("SET VARIABLE kop_to = ?::BIGINT", [end])
+        con.execute("INSERT INTO raw.kop_units SELECT * FROM derived_kop_units")
+
+
 def prepare_kernel_op(con) -> None:
     """Before derive/kernel_op.sql (and derive/device_peak.sql): the temporary tables they read."""
     load_data(con)
     formula_keys(con)
     con.execute(read_schema("derive/kernel_op_units.sql"))
+    fill_units(con)
+    con.execute(read_schema("derive/kernel_op_inputs.sql"))
     unit_costs(con)
     call_params(con)
