@@ -40,6 +40,11 @@ def test_nvvp_session_xml_is_rejected_with_one_line_and_workspace_untouched(tmp_
     (b"hello, world\n", "not a SQLite database"),
     (bytes(range(256)) * 4, "not a SQLite database"),
     (b'{"events": []}', "a JSON file that is not a PyTorch profiler (Kineto) trace"),
+    # binary data that begins with '{' or '<' (CI's random bytes did, once) is no JSON or XML;
+    # text whose 100th byte cuts a character in two still is
+    (b"{" + bytes(range(128, 256)), "not a SQLite database"),
+    (b"<\x00\x01\x02" * 30, "not a SQLite database"),
+    (b'{"name": "' + "\u00e9".encode() * 60 + b'"}', "a JSON file that is not a PyTorch profiler (Kineto) trace"),
 ])
 def test_non_sqlite_inputs(tmp_path, content, expected):
     path = tmp_path / "input.sqlite"

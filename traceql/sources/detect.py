@@ -3,6 +3,7 @@ database, or something else, using only Python's sqlite3 opened read-only."""
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import re
@@ -101,10 +102,21 @@ def sqlite_error(path: Path, exc: Exception) -> InputError:
     return InputError(f"{path}: damaged or unreadable SQLite database ({text})")
 
 
+def _is_text(head: bytes) -> bool:
+    """True when HEAD, a file's first bytes, reads as UTF-8 text (a last character cut off by
+    the read aside) without control characters other than tab, newline and carriage return:
+    binary data that happens to begin with '{' or '<' is not called JSON or XML."""
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return not any(ord(c) < 32 and c not in "\t\n\r" for c in text)
+
+
 def _describe_non_sqlite(path: Path, head: bytes) -> str:
     if not head:
         return "an empty file, not a SQLite database"
-    text = head.lstrip()
+    text = head.lstrip() if _is_text(head) else b""
     if text.startswith(b"<?xml") or text.startswith(b"<"):
         if b"nvvp" in head.lower() or path.suffix.lower() == ".nvvp":
             return ("an XML file (an NVIDIA Visual Profiler session file, which holds no profile data), "
