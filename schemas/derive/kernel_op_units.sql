@@ -40,7 +40,7 @@ WHERE r.trace_id = getvariable('trace_id') AND r.op_kind = 'kernel' AND r.attrib
 -- In windows of kernels: derived_kop_units gives the rows of the kernels whose kernel_id is in
 -- [getvariable('kop_from'), getvariable('kop_to')) (set below to every kernel).
 -- traceql/derive/pytorch.py fills raw.kop_units one window after another when the trace has more
--- kernels than KOP_WINDOW_KERNELS, so that the aggregates over kop_enc and op_range hold one
+-- kop_enc rows than KOP_WINDOW_ROWS, so that the aggregates over kop_enc and op_range hold one
 -- window's kernels at a time. A kernel's row reads only its own rows of kop_enc and op_range
 -- (and torch_op by key), so the windows give the same rows as one pass.
 SET VARIABLE kop_from = -9223372036854775808;

@@ -360,27 +360,31 @@ WINDOWED = [*REAL, "kineto-hta-torchrec-a100-rank0/rank0.json.gz"]
 OP_RANGE_COLUMNS = "trace_id, op_id, op_kind, range_id, depth, is_innermost, attribution"
 
 
-def _windowed_ingest(monkeypatch, files, db, per_window: int) -> list[int]:
-    """Ingest FILES into DB with every family built, op_range built in windows of PER_WINDOW
-    calls (traceql.store.families.OP_RANGE_WINDOW_CALLS, 1.5 M calls by default) and
-    raw.kop_units, kernel_op's first step, in windows of PER_WINDOW kernels
-    (traceql.derive.pytorch.KOP_WINDOW_KERNELS); the number of op_range windows of each trace."""
-    from traceql.derive import pytorch
+def _windowed_ingest(monkeypatch, files, db, per_window: int) -> tuple[list[int], list[int]]:
+    """Ingest FILES into DB with every family built and the three steps built in windows of
+    PER_WINDOW rows (traceql.derive.windows): op_range's calls
+    (traceql.store.families.OP_RANGE_WINDOW_CALLS, 1.5 M by default), raw.torch_anc's ops
+    (traceql.derive.pytorch.TORCH_ANC_WINDOW_OPS) and raw.kop_units' rows of raw.kop_enc
+    (KOP_WINDOW_ROWS). Returns the number of op_range windows and of torch_anc windows of
+    each trace."""
+    from traceql.derive import pytorch, windows
     from traceql.store import families
 
-    windows, whole = [], families._op_range_windows
+    counts = {"raw.op_calls": [], "raw.torch_parsed": []}
+    whole = windows.windows
 
-    def counted(con):
-        got = whole(con)
-        windows.append(len(got))
+    def counted(con, table, *args, **kw):
+        got = whole(con, table, *args, **kw)
+        counts.get(table, []).append(len(got))
         return got
 
     monkeypatch.setattr(families, "OP_RANGE_WINDOW_CALLS", per_window)
-    monkeypatch.setattr(pytorch, "KOP_WINDOW_KERNELS", per_window)
-    monkeypatch.setattr(families, "_op_range_windows", counted)
+    monkeypatch.setattr(pytorch, "TORCH_ANC_WINDOW_OPS", per_window)
+    monkeypatch.setattr(pytorch, "KOP_WINDOW_ROWS", per_window)
+    monkeypatch.setattr(windows, "windows", counted)
     monkeypatch.setenv("TRACEQL_DERIVE", "eager")
     traceql.ingest(files, db=db)
-    return windows
+    return counts["raw.op_calls"], counts["raw.torch_parsed"]
 
 
 def _derived_rows(db, table: str, columns: str = "*") -> list[tuple]:
@@ -390,32 +394,34 @@ def _derived_rows(db, table: str, columns: str = "*") -> list[tuple]:
 
 def test_op_range_in_windows_equals_whole_on_real_traces(tmp_path_factory, tmp_path, monkeypatch):
     """A big trace's op_range is built in windows of its calls' start times (1.5 M calls each),
-    each reading only the ranges that overlap it (schemas/derive/op_range.sql), and kernel_op's
+    each reading only the ranges that overlap it (schemas/derive/op_range.sql), the torch ops'
+    enclosing ranges in windows of op ids (schemas/derive/torch_parse.sql) and kernel_op's
     units in windows of kernel ids (schemas/derive/kernel_op_units.sql). Built so in windows of
     37 (hundreds of windows on the larger traces), op_range and what is derived from it
-    (range_gpu, kernel_op, op_stack, unattributed_gpu) hold the same rows, row for row, as built
-    whole, on the real nsys traces above and a Kineto trace."""
+    (range_gpu, torch_op, kernel_op, op_stack, unattributed_gpu) hold the same rows, row for
+    row, as built whole, on the real nsys traces above and a Kineto trace."""
     whole = ingested(tmp_path_factory, *WINDOWED, derived=True)
     windowed = tmp_path / "windowed.duckdb"
-    windows = _windowed_ingest(monkeypatch, [trace_file(rel) for rel in WINDOWED], windowed, 37)
+    windows, anc_windows = _windowed_ingest(monkeypatch, [trace_file(rel) for rel in WINDOWED], windowed, 37)
     assert len(windows) == len(WINDOWED) and max(windows) > 100 and sum(w > 1 for w in windows) >= 4, windows
+    assert max(anc_windows) > 100, anc_windows
     rows = _derived_rows(whole, "op_range", OP_RANGE_COLUMNS)
     assert len(rows) > 100_000
     assert _derived_rows(windowed, "op_range", OP_RANGE_COLUMNS) == rows
-    for table in ("range_gpu", "kernel_op", "op_stack", "unattributed_gpu"):
+    for table in ("range_gpu", "torch_op", "kernel_op", "op_stack", "unattributed_gpu"):
         assert _derived_rows(windowed, table) == _derived_rows(whole, table), table
 
 
 def test_op_range_in_windows_keeps_the_generators_answers(tmp_path, monkeypatch):
     """fixtures/gen_torch.py's trace (start/end ranges that end on another thread, a range never
     closed, backward work of the autograd thread, two processes reusing correlation ids) built
-    with op_range in windows of 50 calls (and kernel_op's units in windows of 50 kernels): the
+    with op_range, the torch ops' enclosing ranges and kernel_op's units in windows of 50: the
     report by range gives the generator's exact answers, as built whole
     (test_generated_pytorch_training_exact_answers)."""
     from fixtures.gen_torch import generate
 
     src = tmp_path / "torch.sqlite"
     expected = generate(src, kernels=4100, seed=7, generation="1.0")
-    windows = _windowed_ingest(monkeypatch, [src], tmp_path / "ws.duckdb", 50)
-    assert windows[0] > 50, windows
+    windows, anc_windows = _windowed_ingest(monkeypatch, [src], tmp_path / "ws.duckdb", 50)
+    assert windows[0] > 50 and anc_windows[0] > 50, (windows, anc_windows)
     _generator_answers_hold(tmp_path / "ws.duckdb", expected)

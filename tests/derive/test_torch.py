@@ -1,8 +1,8 @@
 """PyTorch ops (issue 6): NVTX string parsing in every generation, forward/backward pairing,
 the per-kernel op table, FLOPs and bytes, tensor cores and the op/kernel-op/layer reports.
 
-- Parser tests run derive/torch_op.sql over hand-made nvtx_range rows holding strings from the
-  real traces in ../shared/traces and from the reference (../shared/reference/pytorch-nvtx-and-pyprof.md).
+- Parser tests run derive/torch_parse.sql and derive/torch_op.sql over hand-made nvtx_range rows
+  holding strings from the real traces in ../shared/traces and from the reference (../shared/reference/pytorch-nvtx-and-pyprof.md).
 - fixtures/nsys_torch.sql is a hand-written nsys 3.x export of one training step of a known
   model (Linear(16,32), ReLU, Linear(32,8), mse_loss, fp16, batch 4): pairing, FLOPs and
   bytes are checked exactly against numbers worked out by hand below.
@@ -23,6 +23,7 @@ import pytest
 
 import traceql
 from traceql.derive import flops
+from traceql.derive.pytorch import prepare_torch_op
 from traceql.core.settings import NVTX_DEPTH_CAP
 from traceql.core.resources import read_schema
 
@@ -32,8 +33,9 @@ from ..util import REPO, trace_file
 
 
 def parse(names: list[str], tid: int = 1) -> list[dict]:
-    """Run derive/torch_op.sql over push/pop ranges with these names (nested in list order:
-    each range encloses the ones after it) and return derived_torch_op rows by range_id."""
+    """Run derive/torch_parse.sql (traceql.derive.pytorch.prepare_torch_op) and derive/torch_op.sql
+    over push/pop ranges with these names (nested in list order: each range encloses the ones
+    after it) and return derived_torch_op rows by range_id."""
     con = duckdb.connect()
     con.execute(read_schema("contract/nvtx_range.sql"))
     n = len(names)
@@ -43,6 +45,7 @@ def parse(names: list[str], tid: int = 1) -> list[dict]:
     con.execute("ATTACH ':memory:' AS raw")
     con.execute("SET VARIABLE trace_id = 1")
     con.execute("SET VARIABLE nvtx_depth_cap = ?", [NVTX_DEPTH_CAP])  # as ingest sets it
+    prepare_torch_op(con)
     con.execute(read_schema("derive/torch_op.sql"))
     cur = con.execute("SELECT * FROM derived_torch_op ORDER BY range_id")
     cols = [d[0] for d in cur.description]

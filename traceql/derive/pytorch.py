@@ -1,6 +1,7 @@
 """PyTorch ops at ingest: what derive/kernel_op.sql and derive/device_peak.sql read.
 
-The NVTX strings are parsed in SQL (schemas/derive/torch_op.sql). FLOPs and bytes need
+The NVTX strings are parsed in SQL: `prepare_torch_op(con)` runs schemas/derive/torch_parse.sql
+and fills the ops' enclosing ranges in windows, before schemas/derive/torch_op.sql. FLOPs and bytes need
 formulas over shapes (traceql.derive.flops), so `prepare_kernel_op(con)` runs between torch_op and
 kernel_op: it loads the data files of schemas/torch/ as temporary tables, maps every distinct
 op name to a formula, runs schemas/derive/kernel_op_units.sql (each kernel's costed call),
@@ -16,7 +17,7 @@ ingest_stats rows.
 
 from __future__ import annotations
 
-from traceql.derive import flops, flops_plugins, pyprof_params
+from traceql.derive import flops, flops_plugins, pyprof_params, windows
 from traceql.sources.adapters import create_temp, data_tables
 from traceql.core.resources import read_schema
 
@@ -142,26 +143,30 @@ def call_params(con) -> None:
                                                    for i, column in enumerate(("marker_text", "role", "params"))))
 
 
-# Kernels per window in which raw.kop_units is filled (schemas/derive/kernel_op_units.sql): in one
-# pass its aggregates over every kernel's enclosing ops spill on big traces under the default 3 GB
-# memory limit.
-KOP_WINDOW_KERNELS = 1_500_000
+# Ops per window in which raw.torch_anc is filled (schemas/derive/torch_parse.sql), and rows of
+# raw.kop_enc (a kernel's enclosing ops) per window in which raw.kop_units is
+# (schemas/derive/kernel_op_units.sql; about 1.5 M kernels of a generated trace): in one pass,
+# the ASOF join and the aggregates spill on big traces under the default 3 GB memory limit.
+TORCH_ANC_WINDOW_OPS = 4_000_000
+KOP_WINDOW_ROWS = 4_000_000
+
+
+def prepare_torch_op(con) -> None:
+    """Before derive/torch_op.sql: raw.torch_parsed, and raw.torch_anc filled from
+    derived_torch_anc in windows of about TORCH_ANC_WINDOW_OPS ops (derive/torch_parse.sql)."""
+    con.execute(read_schema("derive/torch_parse.sql"))
+    spans = windows.windows(con, "raw.torch_parsed", "range_id", TORCH_ANC_WINDOW_OPS, end="e")
+    windows.fill(con, "raw.torch_anc", "derived_torch_anc", ("anc_from", "anc_to", "anc_reach"), spans)
 
 
 def fill_units(con) -> None:
-    """raw.kop_units from derived_kop_units, in windows of about KOP_WINDOW_KERNELS kernel ids
-    (a trace's kernel ids are consecutive) over the kernels raw.kop_enc holds."""
-    lo, hi = con.execute("SELECT min(kernel_id), max(kernel_id) FROM raw.kop_enc").fetchone()
+    """raw.kop_units from derived_kop_units, in windows of the kernel ids of raw.kop_enc, about
+    KOP_WINDOW_ROWS rows each (one window of everything when no kernel is in a torch op: the
+    layers alone)."""
     con.execute("CREATE OR REPLACE TABLE raw.kop_units AS SELECT * FROM derived_kop_units LIMIT 0")
-    if lo is None:
-        lo = hi = 0  # (no kernel in a torch op: the layers alone, in one window)
-    count = max(1, -(-(hi - lo + 1) // KOP_WINDOW_KERNELS))
-    step = -(-(hi - lo + 1) // count)
-    bounds = [-(1 << 63)] + [lo + i * step for i in range(1, count)] + [(1 << 63) - 1]
-    for start, end in zip(bounds, bounds[1:]):
-        con.execute("SET VARIABLE kop_from = ?::BIGINT", [start])
-        con.execute("SET VARIABLE kop_to = ?::BIGINT", [end])
-        con.execute("INSERT INTO raw.kop_units SELECT * FROM derived_kop_units")
+    spans = windows.windows(con, "raw.kop_enc", "kernel_id", KOP_WINDOW_ROWS)
+    windows.fill(con, "raw.kop_units", "derived_kop_units", ("kop_from", "kop_to"),
+                 spans or [(windows.MIN, windows.MAX, windows.MIN)])
 
 
 def prepare_kernel_op(con) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 
 from traceql.core.resources import read_schema
-from traceql.derive import callstacks, derivation
+from traceql.derive import callstacks, derivation, windows
 from traceql.store import stored
 
 
@@ -37,27 +37,11 @@ def ingest_families() -> set[str]:
 # and window function spill beyond a few million calls under the default 3 GB memory limit.
 OP_RANGE_WINDOW_CALLS = 1_500_000
 
-_MIN, _MAX = -(1 << 63), (1 << 63) - 1
 
-
-def _op_range_windows(con: duckdb.DuckDBPyConnection) -> list[tuple[int, int, int]]:
-    """The windows (from, to, reach) of derived_op_range for the calls in raw.op_calls: their
-    start times [from, to), cut at quantiles into windows of about OP_RANGE_WINDOW_CALLS calls
-    (equal start times stay together), and reach, the earliest end of a window's calls. One
-    window of everything for a trace of fewer calls; none without calls."""
-    n = con.execute("SELECT count(a_ts) FROM raw.op_calls").fetchone()[0]
-    count = -(-n // OP_RANGE_WINDOW_CALLS)
-    if count <= 1:
-        return [(_MIN, _MAX, _MIN)] if n else []
-    cuts = con.execute("SELECT quantile_disc(a_ts, ?::DOUBLE[]) FROM raw.op_calls",
-                       [[i / count for i in range(1, count)]]).fetchone()[0]
-    bounds = sorted({_MIN, *cuts, _MAX})
-    windows = []
-    for lo, hi in zip(bounds, bounds[1:]):
-        reach = con.execute("SELECT min(a_end) FROM raw.op_calls WHERE a_ts >= ? AND a_ts < ?", [lo, hi]).fetchone()[0]
-        if reach is not None:
-            windows.append((lo, hi, reach))
-    return windows
+def _op_range_windows(con: duckdb.DuckDBPyConnection) -> list[windows.Window]:
+    """The windows of derived_op_range: the start times of the calls in raw.op_calls, about
+    OP_RANGE_WINDOW_CALLS calls each, and the earliest end of each window's calls."""
+    return windows.windows(con, "raw.op_calls", "a_ts", OP_RANGE_WINDOW_CALLS, end="a_end")
 
 
 def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None, families=None) -> list[str]:
@@ -77,7 +61,11 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
         if s.needs_any and not full and not any(con.execute(f"SELECT EXISTS (SELECT 1 FROM {t} WHERE trace_id = ?)",
                                             [trace_id]).fetchone()[0] for t in s.needs_any):
             continue
-        if table == "kernel_op":
+        if table == "torch_op":
+            from traceql.derive.pytorch import prepare_torch_op
+
+            prepare_torch_op(con)
+        elif table == "kernel_op":
             from traceql.derive.pytorch import prepare_kernel_op
 
             prepare_kernel_op(con)
@@ -96,11 +84,7 @@ def derive(con: duckdb.DuckDBPyConnection, trace_id: int, step=lambda name: None
             shared = con.execute("SELECT keys FROM launch_shared_keys").fetchone()[0]
             con.execute(f"INSERT INTO launch BY NAME SELECT * FROM {'derived_launch' if shared else 'derived_launch_first'}")
         elif table == "op_range":  # in windows of calls on a big trace (schemas/derive/op_range.sql)
-            for window in _op_range_windows(con):
-                con.execute("SET VARIABLE op_from = ?::BIGINT", [window[0]])
-                con.execute("SET VARIABLE op_to = ?::BIGINT", [window[1]])
-                con.execute("SET VARIABLE op_reach = ?::BIGINT", [window[2]])
-                con.execute("INSERT INTO op_range BY NAME SELECT * FROM derived_op_range")
+            windows.fill(con, "op_range", "derived_op_range", ("op_from", "op_to", "op_reach"), _op_range_windows(con))
         else:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM derived_{table}")
         if table == "nvtx_range":  # a trace's ranges are in one of the two (schemas/include/nvtx_range_any.sql)
