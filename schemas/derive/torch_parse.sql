@@ -140,22 +140,21 @@ SELECT t.range_id, t.pid, t.tid, t.ts, t.dur, t.depth, t.kind, t.generation, t.o
        coalesce(t.ts + t.dur, 9223372036854775807) AS e
 FROM typed t LEFT JOIN args a USING (range_id) LEFT JOIN kineto_types k USING (range_id);
 
--- derived_torch_anc: the enclosing torch ops, markers and 'layer:' ranges of every op, one level
--- per ASOF row, for the ops whose range_id is in [getvariable('anc_from'), getvariable('anc_to'))
--- (set below to every op). traceql.derive.pytorch fills raw.torch_anc one window after another
--- when a trace has more ops than TORCH_ANC_WINDOW_OPS, so that the ASOF join sorts one window's
--- levels at a time: at 10 M generated kernels (28 M ops) 28.4 CPU s and 0.5 GB written against
--- 43.4 CPU s and 6.5 GB in one pass, the same rows. A window reads only the outer ranges that
--- start before anc_to (range ids are in start order) and end at or after
--- getvariable('anc_reach'), the earliest end of the window's ops. The rows are those of one pass:
--- at each level the ASOF join picks the range it picks without the window, unless that one ends
--- before anc_reach and so encloses no op of the window, and then it picks none (on one thread,
--- the ranges of one level do not overlap: an earlier one ended before the later one began).
+-- derived_torch_anc: the enclosing torch ops, markers and 'layer:' ranges of every op, one
+-- level per ASOF row, for the ops whose range_id is in [getvariable('anc_from'),
+-- getvariable('anc_to')) (set below to every op). traceql.derive.pytorch fills raw.torch_anc
+-- one window after another when a trace has more ops than TORCH_ANC_WINDOW_OPS, so that the
+-- ASOF join sorts one window's levels at a time: at 10 M generated kernels (28.3 M ops)
+-- 35.3-36.8 CPU s and 0.07 GB written in 8 windows against 38.8-39.9 CPU s and 3.8 GB in one
+-- pass, the same rows. A window reads only the outer ranges that start before anc_to (range ids
+-- are in start order) and end at or after getvariable('anc_reach'), the earliest end of the
+-- window's ops. The rows are those of one pass: at each level the ASOF join picks the range it
+-- picks without the window, unless that one ends before anc_reach and so encloses no op of the
+-- window, and then it picks none (on one thread, the ranges of one level do not overlap: an
+-- earlier one ended before the later one began).
 SET VARIABLE anc_from = -9223372036854775808;
 SET VARIABLE anc_to = 9223372036854775807;
 SET VARIABLE anc_reach = -9223372036854775808;
-
-CREATE OR REPLACE TABLE raw.torch_anc (range_id BIGINT, anc_id BIGINT, anc_depth INTEGER, cls VARCHAR, layer VARCHAR);
 
 CREATE OR REPLACE TEMP VIEW derived_torch_anc AS
 WITH outer_ranges AS (

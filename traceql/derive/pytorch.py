@@ -1,13 +1,14 @@
 """PyTorch ops at ingest: what derive/kernel_op.sql and derive/device_peak.sql read.
 
 The NVTX strings are parsed in SQL: `prepare_torch_op(con)` runs schemas/derive/torch_parse.sql
-and fills the ops' enclosing ranges in windows, before schemas/derive/torch_op.sql. FLOPs and bytes need
-formulas over shapes (traceql.derive.flops), so `prepare_kernel_op(con)` runs between torch_op and
-kernel_op: it loads the data files of schemas/torch/ as temporary tables, maps every distinct
-op name to a formula, runs schemas/derive/kernel_op_units.sql (each kernel's costed call),
-and computes the cost of each distinct (formula, sizes or marker, dtype) combination once, in
-Python, and PyProf's params of each distinct PyProf call (traceql.derive.pyprof_params). Traces repeat the same few shapes, so that is a few hundred evaluations even for
-millions of kernels.
+and fills the ops' enclosing ranges in windows, before schemas/derive/torch_op.sql. FLOPs and
+bytes need formulas over shapes (traceql.derive.flops), so `prepare_kernel_op(con)` runs between
+torch_op and kernel_op: it loads the data files of schemas/torch/ as temporary tables, maps
+every distinct op name to a formula, runs schemas/derive/kernel_op_units.sql (each kernel's
+costed call), and computes the cost of each distinct (formula, sizes or marker, dtype)
+combination once, in Python, and PyProf's params of each distinct PyProf call
+(traceql.derive.pyprof_params). Traces repeat the same few shapes, so that is a few hundred
+evaluations even for millions of kernels.
 
 A user's FLOPs plug-ins (traceql.derive.flops_plugins) come first: an op one of them names gets the
 formula key 'plugin:<op name>', costed by the plug-in, else (it declines or fails) by the
@@ -156,17 +157,16 @@ def prepare_torch_op(con) -> None:
     derived_torch_anc in windows of about TORCH_ANC_WINDOW_OPS ops (derive/torch_parse.sql)."""
     con.execute(read_schema("derive/torch_parse.sql"))
     spans = windows.windows(con, "raw.torch_parsed", "range_id", TORCH_ANC_WINDOW_OPS, end="e")
-    windows.fill(con, "raw.torch_anc", "derived_torch_anc", ("anc_from", "anc_to", "anc_reach"), spans)
+    windows.fill(con, "raw.torch_anc", "derived_torch_anc", ("anc_from", "anc_to", "anc_reach"), spans, create=True)
 
 
 def fill_units(con) -> None:
     """raw.kop_units from derived_kop_units, in windows of the kernel ids of raw.kop_enc, about
     KOP_WINDOW_ROWS rows each (one window of everything when no kernel is in a torch op: the
     layers alone)."""
-    con.execute("CREATE OR REPLACE TABLE raw.kop_units AS SELECT * FROM derived_kop_units LIMIT 0")
     spans = windows.windows(con, "raw.kop_enc", "kernel_id", KOP_WINDOW_ROWS)
     windows.fill(con, "raw.kop_units", "derived_kop_units", ("kop_from", "kop_to"),
-                 spans or [(windows.MIN, windows.MAX, windows.MIN)])
+                 spans or [(windows.MIN, windows.MAX, windows.MIN)], create=True)
 
 
 def prepare_kernel_op(con) -> None:

@@ -40,9 +40,12 @@ def windows(con: duckdb.DuckDBPyConnection, table: str, key: str, per_window: in
 
 
 def fill(con: duckdb.DuckDBPyConnection, target: str, view: str, names: tuple[str, ...],
-         spans: list[Window]) -> None:
+         spans: list[Window], create: bool = False) -> None:
     """INSERT the rows of VIEW into TARGET (by name) once per window of SPANS, with the variables
-    NAMES (from, to[, reach]) set to the window's bounds."""
+    NAMES (from, to[, reach]) set to the window's bounds. CREATE: first (re)create TARGET empty,
+    with VIEW's columns."""
+    if create:
+        con.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT * FROM {view} LIMIT 0")
     for span in spans:
         for name, value in zip(names, span):
             con.execute(f"SET VARIABLE {name} = ?::BIGINT", [value])
