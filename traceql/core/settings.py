@@ -15,8 +15,15 @@ from traceql.core.errors import UsageError, WorkspaceError
 from traceql.core.faults import first_line
 
 
-DEFAULT_MEMORY_LIMIT = "3GB"  # DuckDB buffer pool; spills beyond it (TRACEQL_MEMORY_LIMIT to change)
-BLOCK_ALLOCATOR_MEMORY = "1.5GB"  # with the default limit: freed blocks kept for reuse (configure)
+# DuckDB's buffer pool; it spills beyond it (TRACEQL_MEMORY_LIMIT to change). The process peaks
+# about 1 GB above it: what statements allocate outside the pool, DuckDB's and Python's code. On
+# the 10 M-kernel PyTorch-shaped export (bench/FIRST.md) the peak RSS under 3GB was 3.94-4.18 M
+# KiB, over 4 GB, in the PyTorch family's statements; under 2.6GB 3.45-3.56 M KiB, in three
+# alternating pairs 1.007x the CPU time at the median (1.001-1.140x), writing 66 instead of 58 GB
+# of spill. The 1 M-kernel Kineto JSON: 2.93-3.03 against 3.34-3.36 M KiB, no slower. At 1 M
+# nsys kernels the whole process peaks at 2.2-2.4 GB: such inputs never reach it.
+DEFAULT_MEMORY_LIMIT = "2.6GB"
+BLOCK_ALLOCATOR_MEMORY = "1.3GB"  # with the default limit: freed blocks kept for reuse (configure)
 
 # Below this many bytes of input (the exports an ingest reads; the workspace a family build, rm or
 # upgrade copies) a writing connection runs DuckDB on one thread (small_input_threads). DuckDB

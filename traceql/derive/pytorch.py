@@ -147,7 +147,7 @@ def call_params(con) -> None:
 # Ops per window in which raw.torch_anc is filled (schemas/derive/torch_parse.sql), and rows of
 # raw.kop_enc (a kernel's enclosing ops) per window in which raw.kop_units is
 # (schemas/derive/kernel_op_units.sql; about 1.5 M kernels of a generated trace): in one pass,
-# the ASOF join and the aggregates spill on big traces under the default 3 GB memory limit.
+# the ASOF join and the aggregates spill on big traces under the default memory limit.
 TORCH_ANC_WINDOW_OPS = 4_000_000
 KOP_WINDOW_ROWS = 4_000_000
 

@@ -20,7 +20,7 @@ cluster it must be installed in their Python (PYSPARK_PYTHON); a local session's
 this process's Python.
 
 So that the tasks running at once on one executor (spark.executor.cores, a local session's
-cores) do not each take the whole memory limit, a task's DuckDB gets TRACEQL_MEMORY_LIMIT (3GB
+cores) do not each take the whole memory limit, a task's DuckDB gets TRACEQL_MEMORY_LIMIT (2.6GB
 by default) divided by their number, as `ingest -j` shares it between its workers.
 """
 
@@ -186,7 +186,7 @@ def _ingest_one(trace_id: int, source: str, task: _Task) -> dict:
     under TRACE_ID into the staging folder."""
     import tempfile
 
-    from traceql.core.settings import limit_bytes
+    from traceql.core.settings import DEFAULT_MEMORY_LIMIT, limit_bytes
     from traceql.outputs import parquet
     from traceql.store.ingest import ingest as ingest_files
     from traceql.store.workspace import WorkspaceFile
@@ -199,7 +199,7 @@ def _ingest_one(trace_id: int, source: str, task: _Task) -> dict:
             path = tmp / "in" / source.rstrip("/").rsplit("/", 1)[-1]  # its name: ranks and hosts are read from it
             path.parent.mkdir()
             _download(source, path)
-        limit = limit_bytes(task.memory_limit) if task.memory_limit else limit_bytes("3GB")
+        limit = limit_bytes(task.memory_limit) if task.memory_limit else limit_bytes(DEFAULT_MEMORY_LIMIT)
         os.environ["TRACEQL_MEMORY_LIMIT"] = f"{max(256 * 10**6, limit // task.slots) // 10**6}MB"
         db = tmp / "ws.duckdb"
         ingest_files([path], db=db, flops=task.flops or None, host=task.host, jobs=1)

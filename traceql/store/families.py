@@ -34,7 +34,7 @@ def ingest_families() -> set[str]:
 
 
 # Calls per window in which op_range is built (schemas/derive/op_range.sql): whole, its ASOF join
-# and window function spill beyond a few million calls under the default 3 GB memory limit.
+# and window function spill beyond a few million calls under the default memory limit.
 OP_RANGE_WINDOW_CALLS = 1_500_000
 
 

@@ -17,10 +17,10 @@ one file at a time; its DuckDB uses its share of the cores (cores / workers thre
 --jobs, files that hold less than AUTO_MIN_BYTES together are read in this process, one after
 another, as they were before: starting workers costs more than they save on small files.
 
-Memory: TRACEQL_MEMORY_LIMIT (default 3GB) bounds the whole ingest, not each process. With W
+Memory: TRACEQL_MEMORY_LIMIT (default 2.6GB) bounds the whole ingest, not each process. With W
 workers the limit is split in W + 1 equal shares: one per worker's DuckDB and one for the
 parent's, which only appends finished files. Workers are only started while a share stays at
-least MIN_SHARE: at the default 3GB that allows 11 workers; a larger limit allows more. Each
+least MIN_SHARE: at the default 2.6GB that allows 9 workers; a larger limit allows more. Each
 process adds its Python and DuckDB code (about 100 MB) to its share: the peak of the whole
 ingest is about the limit plus that per process (bench/RANKS.md measures it).
 """
