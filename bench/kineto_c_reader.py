@@ -13,7 +13,7 @@ object per value, and measures, on one file:
    the prototype's, in this process (no DuckDB);
 2. ingest (--cycles N): the typed msgspec decode of the whole document alone, `traceql ingest`
    with the prototype in place of traceql's block reader, and `traceql ingest` as is, in turn,
-   each a child process under /usr/bin/time (wall, CPU, peak).
+   each a child process (wall time, and CPU time by os.wait4: bench/run.py's run_child).
 
 The prototype is not a reader to ship: it does not unescape strings (a name with a backslash
 escape stays as written, its quotes removed), it keeps a pid, tid or id that is neither an integer
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import os
 import subprocess
 import sys
 import tempfile
@@ -35,8 +34,14 @@ import time
 from array import array
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kineto as kineto_bench  # noqa: E402 - bench/kineto.py: its parse-only children
+import run as harness  # noqa: E402 - bench/run.py: run_child
+
+REPO = harness.REPO
 sys.path.insert(0, str(REPO))
+# the typed msgspec decode of the whole document, as bench/KINETO.md measures it
+DECODE = "msgspec typed, raw ts/dur/args (traceql's decode)"
 
 C_SOURCE = r"""
 #include <stdint.h>
@@ -244,7 +249,7 @@ class Blocks:
     def batch(self, block, first_row):
         import pyarrow.compute as pc
 
-        pa, self.pc = self.pa, pc
+        pa = self.pa
         if not isinstance(block, _Block):  # (the last events, decoded by traceql's _last)
             return self.k._batch(block, first_row)
         data, spans, n = block.data, block.spans, block.n
@@ -283,31 +288,14 @@ def measure_blocks(path: Path, blocks: Blocks) -> dict:
     return out
 
 
-DECODE = """import gzip, msgspec, sys
-from typing import Union
-R = msgspec.Raw
-class E(msgspec.Struct, gc=False):
-    ph: Union[str, None] = None; cat: Union[str, None] = None; name: Union[str, None] = None
-    pid: Union[int, str, None] = None; tid: Union[int, str, None] = None; ts: R = R(); dur: R = R()
-    id: Union[int, str, None] = None; args: R = R()
-class D(msgspec.Struct):
-    traceEvents: list[E] = []
-raw = open(sys.argv[1], 'rb').read()
-print(len(msgspec.json.decode(gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw, type=D).traceEvents))
-"""
+def timed(cmd: list[str]) -> dict:
+    p = harness.run_child(cmd, env={"PYTHONPATH": str(REPO)})
+    if p.rc != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{p.err[-500:]}")
+    return dict(wall=p.secs, cpu=p.cpu)
 
 
-def timed(cmd: list[str], env: dict) -> dict:
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
-        p = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", t.name, *cmd], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if p.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stderr[-500:]}")
-        wall, user, system, peak = t.read().split()[-4:]
-    return dict(wall=float(wall), cpu=float(user) + float(system), peak_kib=int(peak))
-
-
-def same_rows(trace: Path, tmp: Path, env: dict) -> str:
+def same_rows(trace: Path, tmp: Path) -> str:
     """Ingest TRACE with the prototype's reader and as is; 'same' or the tables that differ."""
     import duckdb
 
@@ -316,9 +304,9 @@ def same_rows(trace: Path, tmp: Path, env: dict) -> str:
         db.unlink(missing_ok=True)
     for cmd in ([sys.executable, __file__, str(trace), "--child-ingest", str(dbs[0])],
                 [sys.executable, "-m", "traceql", "ingest", str(trace), "--db", str(dbs[1])]):
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if p.returncode != 0:
-            return f"ingest failed: {p.stderr.strip()[-300:]}"
+        p = harness.run_child(cmd, env={"PYTHONPATH": str(REPO)})
+        if p.rc != 0:
+            return f"ingest failed: {p.err.strip()[-300:]}"
     con = duckdb.connect()
     con.execute(f"ATTACH '{dbs[0]}' AS a (READ_ONLY)")
     con.execute(f"ATTACH '{dbs[1]}' AS b (READ_ONLY)")
@@ -354,10 +342,9 @@ def main(argv=None) -> None:
 
             cli(["ingest", str(a.trace[0]), "--db", a.child_ingest])
             return
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
         if a.same_rows:
             for trace in a.trace:
-                print(f"{trace}: {same_rows(trace, tmp, env)}", flush=True)
+                print(f"{trace}: {same_rows(trace, tmp)}", flush=True)
             return
         a.trace = a.trace[0]
         blocks = measure_blocks(a.trace, Blocks(lib))
@@ -365,12 +352,11 @@ def main(argv=None) -> None:
             print(f"blocks, {label}: {m['events']:,} events, {m['cpu']:.2f} CPU s", flush=True)
         rows = []
         for cycle in range(1, a.cycles + 1):
-            (tmp / "decode.py").write_text(DECODE)
-            decode = timed([sys.executable, str(tmp / "decode.py"), str(a.trace)], env)
+            decode = timed([sys.executable, "-c", f"P = {str(a.trace)!r}\n" + kineto_bench.PARSE[DECODE]])
             for f in tmp.glob("ws*"):
                 f.unlink()
-            proto = timed([sys.executable, __file__, str(a.trace), "--child-ingest", str(tmp / "ws1.duckdb")], env)
-            as_is = timed([sys.executable, "-m", "traceql", "ingest", str(a.trace), "--db", str(tmp / "ws2.duckdb")], env)
+            proto = timed([sys.executable, __file__, str(a.trace), "--child-ingest", str(tmp / "ws1.duckdb")])
+            as_is = timed([sys.executable, "-m", "traceql", "ingest", str(a.trace), "--db", str(tmp / "ws2.duckdb")])
             rows.append((cycle, decode, proto, as_is))
             print(f"cycle {cycle}: decode {decode['wall']:.2f} s ({decode['cpu']:.1f} CPU); ingest with the "
                   f"prototype {proto['wall']:.2f} s ({proto['cpu']:.1f} CPU, {proto['wall'] / decode['wall']:.2f}x the "
